@@ -1,0 +1,13 @@
+# The README's commands.
+.PHONY: run test bench
+
+run:
+	go run ./cmd/gateway
+
+test:
+	go vet ./...
+	go test -race -count=1 -timeout 15m ./...
+	@if [ -f clients/package.json ]; then cd clients && npm test; fi
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...

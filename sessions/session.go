@@ -1,0 +1,228 @@
+// Package sessions defines conversations (Session, Event), the Service that
+// stores them, and an in-memory Service. Backends live in sub-packages and are
+// checked by the shared conformance suite in sessions/sessiontest.
+//
+// State scopes follow ADK: keys without a prefix belong to one session, keys
+// prefixed "app:" are shared by every session of an app, "user:" by every
+// session of one user in an app, and "temp:" keys live only for one
+// invocation and are never stored.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+	"time"
+)
+
+// State key prefixes.
+const (
+	PrefixApp  = "app:"
+	PrefixUser = "user:"
+	PrefixTemp = "temp:"
+)
+
+// Sentinel errors returned by every Service.
+var (
+	// ErrNotFound: the session does not exist (or belongs to another user).
+	ErrNotFound = errors.New("sessions: session not found")
+	// ErrExists: a session with the requested id already exists.
+	ErrExists = errors.New("sessions: session already exists")
+	// ErrConflict: the session is in use by another run, or changed underneath.
+	ErrConflict = errors.New("sessions: session busy")
+	// ErrInvalid: the request itself is malformed (empty names, bad ids).
+	ErrInvalid = errors.New("sessions: invalid request")
+	// ErrUnavailable: the backing store cannot be reached.
+	ErrUnavailable = errors.New("sessions: store unavailable")
+)
+
+// Session is one conversation of a user with an app. State holds the
+// session's own keys merged with the app: and user: scoped keys (with their
+// prefixes). A Session returned by a Service is the caller's own copy.
+type Session struct {
+	ID             string
+	AppName        string
+	UserID         string
+	State          map[string]any
+	Events         []*Event
+	LastUpdateTime time.Time
+}
+
+type sessionJSON struct {
+	ID             string         `json:"id"`
+	AppName        string         `json:"appName"`
+	UserID         string         `json:"userId"`
+	State          map[string]any `json:"state"`
+	Events         []*Event       `json:"events"`
+	LastUpdateTime float64        `json:"lastUpdateTime"`
+}
+
+// MarshalJSON writes ADK's session JSON (lastUpdateTime in float seconds,
+// state and events never null).
+func (s Session) MarshalJSON() ([]byte, error) {
+	v := sessionJSON{ID: s.ID, AppName: s.AppName, UserID: s.UserID, State: s.State, Events: s.Events,
+		LastUpdateTime: epochSeconds(s.LastUpdateTime)}
+	if v.State == nil {
+		v.State = map[string]any{}
+	}
+	if v.Events == nil {
+		v.Events = []*Event{}
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads ADK's session JSON.
+func (s *Session) UnmarshalJSON(b []byte) error {
+	var v sessionJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Session{ID: v.ID, AppName: v.AppName, UserID: v.UserID, State: v.State, Events: v.Events,
+		LastUpdateTime: fromEpoch(v.LastUpdateTime)}
+	return nil
+}
+
+// ChildID is the id of the sub-conversation that agent holds under a parent
+// session (agents called as tools run in one).
+func ChildID(parentID, agent string) string { return parentID + "/" + agent }
+
+// ParentID returns the parent session of a sub-conversation, or "" for a
+// top-level session.
+func ParentID(id string) string {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return ""
+	}
+	return id[:i]
+}
+
+// CreateRequest creates a session. An empty SessionID asks the service to
+// generate one.
+type CreateRequest struct {
+	AppName, UserID, SessionID string
+	State                      map[string]any
+}
+
+// GetRequest reads one session with its events.
+type GetRequest struct {
+	AppName, UserID, SessionID string
+}
+
+// ListRequest lists a user's sessions in one app, newest first. Listed
+// sessions carry no events. PageSize 0 means every session.
+type ListRequest struct {
+	AppName, UserID string
+	PageSize        int
+	PageToken       string
+}
+
+// ListResponse is one page of sessions; NextPageToken is empty on the last.
+type ListResponse struct {
+	Sessions      []*Session
+	NextPageToken string
+}
+
+// DeleteRequest deletes a session and its sub-conversations.
+type DeleteRequest struct {
+	AppName, UserID, SessionID string
+}
+
+// Service stores sessions. Implementations are safe for concurrent use.
+//
+// AppendEvent stores a non-partial event and applies its stateDelta (session,
+// app: and user: scopes) in one atomic step, updating sess in place (its State,
+// Events and LastUpdateTime). temp: keys are removed from the event's
+// stateDelta before it is stored; a partial event is neither stored nor
+// applied.
+type Service interface {
+	Create(ctx context.Context, req CreateRequest) (*Session, error)
+	Get(ctx context.Context, req GetRequest) (*Session, error)
+	List(ctx context.Context, req ListRequest) (*ListResponse, error)
+	Delete(ctx context.Context, req DeleteRequest) error
+	AppendEvent(ctx context.Context, sess *Session, ev *Event) error
+}
+
+// Pinger is implemented by services whose backing store can be probed for
+// readiness.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// PatchState records delta as a user-authored event on the session, the way
+// ADK's PATCH route does, and returns the updated session.
+func PatchState(ctx context.Context, svc Service, req GetRequest, ev *Event) (*Session, error) {
+	sess, err := svc.Get(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// SplitDelta divides a state delta by scope. temp: keys are dropped; app: and
+// user: keys keep their prefix.
+func SplitDelta(delta map[string]any) (session, app, user map[string]any) {
+	for k, v := range delta {
+		switch {
+		case strings.HasPrefix(k, PrefixTemp):
+		case strings.HasPrefix(k, PrefixApp):
+			if app == nil {
+				app = map[string]any{}
+			}
+			app[k] = v
+		case strings.HasPrefix(k, PrefixUser):
+			if user == nil {
+				user = map[string]any{}
+			}
+			user[k] = v
+		default:
+			if session == nil {
+				session = map[string]any{}
+			}
+			session[k] = v
+		}
+	}
+	return session, app, user
+}
+
+// TrimTemp returns delta without its temp: keys (delta itself when it has none).
+func TrimTemp(delta map[string]any) map[string]any {
+	has := false
+	for k := range delta {
+		if strings.HasPrefix(k, PrefixTemp) {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return delta
+	}
+	out := make(map[string]any, len(delta))
+	for k, v := range delta {
+		if !strings.HasPrefix(k, PrefixTemp) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ValidateKeys checks the identifying fields every request needs.
+func ValidateKeys(app, user string) error {
+	if app == "" || user == "" {
+		return errors.Join(ErrInvalid, errors.New("app name and user id are required"))
+	}
+	return nil
+}
+
+// CloneState returns a copy of a state map (values shared; values are
+// JSON-like and treated as immutable).
+func CloneState(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return maps.Clone(m)
+}
