@@ -33,7 +33,10 @@ type LLM interface {
 // built-ins), response schema and generation settings.
 type Request struct {
 	// Model is the model id at the provider.
-	Model    string
+	Model string
+	// Agent names the calling agent. Providers may use it for metrics and
+	// logs; the scripted model matches its rules on it.
+	Agent    string
 	Contents []*genai.Content
 	Config   *genai.GenerateContentConfig
 }
