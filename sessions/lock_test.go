@@ -1,0 +1,14 @@
+package sessions_test
+
+import (
+	"testing"
+
+	"github.com/agentgate/agentgate/sessions"
+	"github.com/agentgate/agentgate/sessions/sessiontest"
+)
+
+func TestMemoryLockerConformance(t *testing.T) {
+	sessiontest.RunLocker(t, func(t *testing.T) sessions.Locker {
+		return sessions.NewMemoryLocker()
+	})
+}
