@@ -1,0 +1,455 @@
+package openaiwire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"google.golang.org/genai"
+)
+
+// ToContents converts request messages to the runtime's history.
+//
+// System and developer text is collected, in order, into system (messages
+// joined by a blank line, text parts of one message by a newline); its
+// position among the other messages is not kept. User messages become role
+// "user" contents (empty text is dropped, and a user message left with no
+// parts is skipped). Assistant messages become role "model" contents with one
+// text part when there is text (a refusal counts as text) and one
+// FunctionCall part per tool call, ID kept and Args parsed from the JSON
+// string; an assistant message with neither is skipped. Tool messages become
+// FunctionResponse parts of a role "user" content, consecutive tool messages
+// sharing one content: ID is the tool_call_id, Name the name of the earlier
+// assistant tool call with that id, and Response the content parsed when it
+// is a JSON object, else {"result": <content>}.
+//
+// A tool message may answer a call that is not in msgs (the caller sent only
+// the new messages of a stored conversation, or resumes a paused invocation
+// by tool_call_id alone). Its FunctionResponse then has an empty Name; the
+// caller resolves the id or rejects it with param "messages[i].tool_call_id".
+//
+// Errors are 400 *Errors naming the offending field. The returned contents
+// share nothing with msgs except decoded JSON values.
+func ToContents(msgs []ChatMessage) (system string, contents []*genai.Content, err error) {
+	var systems []string
+	callNames := map[string]string{}
+	var toolTurn *genai.Content // the content consecutive tool messages join
+	for i := range msgs {
+		m := &msgs[i]
+		param := fmt.Sprintf("messages[%d]", i)
+		if m.Role != RoleTool {
+			toolTurn = nil
+		}
+		switch m.Role {
+		case RoleSystem, RoleDeveloper:
+			if m.Content == nil {
+				return "", nil, InvalidRequest(param+".content", fmt.Sprintf("Missing content in a %s message.", m.Role))
+			}
+			text, err := joinText(m.Content, param, PartText)
+			if err != nil {
+				return "", nil, err
+			}
+			if text != "" {
+				systems = append(systems, text)
+			}
+		case RoleUser:
+			c, err := userContent(m, param)
+			if err != nil {
+				return "", nil, err
+			}
+			if c != nil {
+				contents = append(contents, c)
+			}
+		case RoleAssistant:
+			c, err := assistantContent(m, param, callNames)
+			if err != nil {
+				return "", nil, err
+			}
+			if c != nil {
+				contents = append(contents, c)
+			}
+		case RoleTool:
+			part, err := toolResponse(m, param, callNames)
+			if err != nil {
+				return "", nil, err
+			}
+			if toolTurn == nil {
+				toolTurn = &genai.Content{Role: genai.RoleUser}
+				contents = append(contents, toolTurn)
+			}
+			toolTurn.Parts = append(toolTurn.Parts, part)
+		case "function":
+			return "", nil, InvalidRequest(param+".role",
+				"The legacy 'function' role is not supported; answer tool calls with 'tool' messages.")
+		default:
+			return "", nil, InvalidRequest(param+".role", fmt.Sprintf("Invalid value: '%s'. Supported values are: "+
+				"'system', 'assistant', 'user', 'tool', and 'developer'.", m.Role))
+		}
+	}
+	return strings.Join(systems, "\n\n"), contents, nil
+}
+
+// joinText returns the text of c: the string, or its parts joined by a
+// newline. Only parts of the allowed types are accepted; refusal parts count
+// as text.
+func joinText(c *Content, param string, allowed ...string) (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	if c.Parts == nil {
+		return c.Text, nil
+	}
+	texts := make([]string, 0, len(c.Parts))
+	for j, p := range c.Parts {
+		if !slices.Contains(allowed, p.Type) {
+			return "", InvalidRequest(fmt.Sprintf("%s.content[%d].type", param, j), fmt.Sprintf(
+				"Invalid value: '%s'. Supported values are: %s.", p.Type, quoteList(allowed)))
+		}
+		if p.Type == PartRefusal {
+			texts = append(texts, p.Refusal)
+		} else {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, v := range list {
+		q[i] = "'" + v + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+func userContent(m *ChatMessage, param string) (*genai.Content, error) {
+	if m.Content == nil {
+		return nil, InvalidRequest(param+".content", "Missing content in a user message.")
+	}
+	var parts []*genai.Part
+	if m.Content.Parts == nil {
+		if m.Content.Text != "" {
+			parts = append(parts, genai.NewPartFromText(m.Content.Text))
+		}
+	}
+	for j, p := range m.Content.Parts {
+		part, err := userPart(p, fmt.Sprintf("%s.content[%d]", param, j))
+		if err != nil {
+			return nil, err
+		}
+		if part != nil {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
+}
+
+// userPart converts one part of a user message; nil for empty text.
+func userPart(p ContentPart, param string) (*genai.Part, error) {
+	switch p.Type {
+	case PartText:
+		if p.Text == "" {
+			return nil, nil
+		}
+		return genai.NewPartFromText(p.Text), nil
+	case PartImageURL:
+		if p.ImageURL == nil || p.ImageURL.URL == "" {
+			return nil, InvalidRequest(param+".image_url.url", "Missing the image URL.")
+		}
+		part, err := mediaPart(p.ImageURL.URL, param+".image_url.url")
+		if err != nil {
+			return nil, err
+		}
+		switch p.ImageURL.Detail {
+		case "low":
+			part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionLow}
+		case "high":
+			part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionHigh}
+		}
+		return part, nil
+	case PartInputAudio:
+		if p.InputAudio == nil || p.InputAudio.Data == "" {
+			return nil, InvalidRequest(param+".input_audio.data", "Missing the audio data.")
+		}
+		mime, ok := audioMIME[p.InputAudio.Format]
+		if !ok {
+			return nil, InvalidRequest(param+".input_audio.format", fmt.Sprintf(
+				"Unsupported audio format '%s'. Supported formats are: 'wav', 'mp3', 'flac', 'aac', 'opus'.", p.InputAudio.Format))
+		}
+		data, err := decodeBase64(p.InputAudio.Data)
+		if err != nil {
+			return nil, InvalidRequest(param+".input_audio.data", "The audio data is not valid base64.")
+		}
+		return genai.NewPartFromBytes(data, mime), nil
+	case PartFile:
+		if p.File == nil || p.File.FileData == "" {
+			return nil, InvalidRequest(param+".file.file_data",
+				"Only inline files are supported: send the file as a data: URL in 'file_data' (file_id is not supported).")
+		}
+		if !strings.HasPrefix(p.File.FileData, "data:") {
+			return nil, InvalidRequest(param+".file.file_data", "'file_data' must be a data: URL.")
+		}
+		return mediaPart(p.File.FileData, param+".file.file_data")
+	}
+	return nil, InvalidRequest(param+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: %s.",
+		p.Type, quoteList([]string{PartText, PartImageURL, PartInputAudio, PartFile})))
+}
+
+var audioMIME = map[string]string{
+	"wav": "audio/wav", "mp3": "audio/mpeg", "flac": "audio/flac", "aac": "audio/aac", "opus": "audio/ogg",
+}
+
+var imageMIME = map[string]string{
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+	".webp": "image/webp", ".heic": "image/heic", ".heif": "image/heif",
+}
+
+// mediaPart converts a data: URL to inline data and an http(s) URL to file
+// data (its MIME type guessed from the path's extension, "" when unknown).
+func mediaPart(raw, param string) (*genai.Part, error) {
+	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
+		mime, data, err := parseDataURL(rest)
+		if err != nil {
+			return nil, InvalidRequest(param, "Invalid data URL: "+err.Error()+".")
+		}
+		return genai.NewPartFromBytes(data, mime), nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, InvalidRequest(param, "Expected an http(s) URL or a base64 data: URL.")
+	}
+	return genai.NewPartFromURI(raw, imageMIME[strings.ToLower(path.Ext(u.Path))]), nil
+}
+
+// parseDataURL parses what follows "data:": [<media type>][;params][;base64],<data>.
+func parseDataURL(s string) (mime string, data []byte, err error) {
+	meta, payload, ok := strings.Cut(s, ",")
+	if !ok {
+		return "", nil, fmt.Errorf("missing ','")
+	}
+	isBase64 := false
+	if m, ok := strings.CutSuffix(meta, ";base64"); ok {
+		meta, isBase64 = m, true
+	}
+	mime, _, _ = strings.Cut(meta, ";")
+	mime = strings.ToLower(strings.TrimSpace(mime))
+	if mime == "" {
+		return "", nil, fmt.Errorf("missing media type")
+	}
+	if isBase64 {
+		data, err = decodeBase64(payload)
+		if err != nil {
+			return "", nil, fmt.Errorf("the data is not valid base64")
+		}
+		return mime, data, nil
+	}
+	text, err := url.PathUnescape(payload)
+	if err != nil {
+		return "", nil, fmt.Errorf("the data is not valid percent-encoding")
+	}
+	return mime, []byte(text), nil
+}
+
+// decodeBase64 accepts standard base64, padded or not.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.TrimRight(strings.TrimSpace(s), "=")
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+func assistantContent(m *ChatMessage, param string, callNames map[string]string) (*genai.Content, error) {
+	text, err := joinText(m.Content, param, PartText, PartRefusal)
+	if err != nil {
+		return nil, err
+	}
+	if m.Content == nil && m.Refusal != nil {
+		text = *m.Refusal
+	}
+	var parts []*genai.Part
+	if text != "" {
+		parts = append(parts, genai.NewPartFromText(text))
+	}
+	for k, tc := range m.ToolCalls {
+		tp := fmt.Sprintf("%s.tool_calls[%d]", param, k)
+		if tc.ID == "" {
+			return nil, InvalidRequest(tp+".id", "Missing the tool call id.")
+		}
+		if tc.Type != "" && tc.Type != "function" {
+			return nil, InvalidRequest(tp+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", tc.Type))
+		}
+		if tc.Function.Name == "" {
+			return nil, InvalidRequest(tp+".function.name", "Missing the function name.")
+		}
+		args, err := ParseArguments(tc.Function.Arguments)
+		if err != nil {
+			return nil, InvalidRequest(tp+".function.arguments", "The function arguments must be a JSON object encoded as a string.")
+		}
+		callNames[tc.ID] = tc.Function.Name
+		parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: args}})
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	return &genai.Content{Role: genai.RoleModel, Parts: parts}, nil
+}
+
+// ParseArguments decodes a tool call's arguments string. An empty or blank
+// string is an empty object; anything but a JSON object is an error.
+func ParseArguments(s string) (map[string]any, error) {
+	if strings.TrimSpace(s) == "" {
+		return map[string]any{}, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(s), &args); err != nil {
+		return nil, err
+	}
+	if args == nil { // "null"
+		return nil, fmt.Errorf("arguments are null")
+	}
+	return args, nil
+}
+
+func toolResponse(m *ChatMessage, param string, callNames map[string]string) (*genai.Part, error) {
+	if m.ToolCallID == "" {
+		return nil, InvalidRequest(param+".tool_call_id", "Missing 'tool_call_id' in a tool message.")
+	}
+	text, err := joinText(m.Content, param, PartText)
+	if err != nil {
+		return nil, err
+	}
+	return &genai.Part{FunctionResponse: &genai.FunctionResponse{
+		ID: m.ToolCallID, Name: callNames[m.ToolCallID], Response: ToolResult(text),
+	}}, nil
+}
+
+// ToolResult is the function response for a tool message's content: the
+// content itself when it is a JSON object, else {"result": content}.
+func ToolResult(content string) map[string]any {
+	if trimmed := strings.TrimSpace(content); strings.HasPrefix(trimmed, "{") {
+		var obj map[string]any
+		if json.Unmarshal([]byte(trimmed), &obj) == nil {
+			return obj
+		}
+	}
+	return map[string]any{"result": content}
+}
+
+// ToFunctionDeclarations converts the request's tools (already validated) to
+// function declarations with ParametersJsonSchema; a tool without
+// parameters gets {"type": "object", "properties": {}}. Names are the
+// client's. The declarations share the parameter schemas with tools.
+func ToFunctionDeclarations(tools []Tool) []*genai.FunctionDeclaration {
+	var out []*genai.FunctionDeclaration
+	for _, t := range tools {
+		if t.Function == nil {
+			continue
+		}
+		var params any = t.Function.Parameters
+		if t.Function.Parameters == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out = append(out, &genai.FunctionDeclaration{
+			Name: t.Function.Name, Description: t.Function.Description, ParametersJsonSchema: params,
+		})
+	}
+	return out
+}
+
+// ToToolConfig converts tool_choice: none -> NONE, auto -> AUTO, required
+// -> ANY, a named function -> ANY allowing only that (client) name. A nil
+// choice yields nil (the model's default, which is auto).
+func ToToolConfig(tc *ToolChoice) *genai.ToolConfig {
+	if tc == nil {
+		return nil
+	}
+	fc := &genai.FunctionCallingConfig{}
+	switch tc.Mode {
+	case ToolChoiceNone:
+		fc.Mode = genai.FunctionCallingConfigModeNone
+	case ToolChoiceAuto:
+		fc.Mode = genai.FunctionCallingConfigModeAuto
+	case ToolChoiceRequired:
+		fc.Mode = genai.FunctionCallingConfigModeAny
+	case ToolChoiceFunction:
+		fc.Mode = genai.FunctionCallingConfigModeAny
+		fc.AllowedFunctionNames = []string{tc.Name}
+	default:
+		return nil
+	}
+	return &genai.ToolConfig{FunctionCallingConfig: fc}
+}
+
+// OutputSchema reads response_format. text (or none) -> (nil, false);
+// json_object -> (nil, true); json_schema -> (its schema, true). A
+// json_schema format without a schema object, or an unknown type, is a 400
+// *Error naming the field. The schema is shared with rf.
+func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err error) {
+	if rf == nil {
+		return nil, false, nil
+	}
+	switch rf.Type {
+	case FormatText:
+		return nil, false, nil
+	case FormatJSONObject:
+		return nil, true, nil
+	case FormatJSONSchema:
+		if rf.JSONSchema == nil {
+			return nil, false, InvalidRequest("response_format.json_schema",
+				"Missing 'json_schema' for response_format of type 'json_schema'.")
+		}
+		if rf.JSONSchema.Schema == nil {
+			return nil, false, InvalidRequest("response_format.json_schema.schema",
+				"Missing 'schema' in response_format.json_schema: a JSON Schema object is required.")
+		}
+		return rf.JSONSchema.Schema, true, nil
+	}
+	return nil, false, InvalidRequest("response_format.type", fmt.Sprintf(
+		"Invalid value: '%s'. Supported values are: 'text', 'json_object', 'json_schema'.", rf.Type))
+}
+
+// GenerationSettings returns a copy of base (a new config when nil) with the
+// request's sampling settings laid over it: temperature, top_p,
+// max_completion_tokens (else max_tokens), stop, seed, presence_penalty and
+// frequency_penalty. Fields the request leaves out keep base's values; base
+// is not modified. Values beyond int32 are clamped (max tokens) or
+// truncated (seed).
+func GenerationSettings(req *ChatCompletionRequest, base *genai.GenerateContentConfig) *genai.GenerateContentConfig {
+	var cfg genai.GenerateContentConfig
+	if base != nil {
+		cfg = *base
+	}
+	cfg.Temperature = float32Or(req.Temperature, cfg.Temperature)
+	cfg.TopP = float32Or(req.TopP, cfg.TopP)
+	cfg.PresencePenalty = float32Or(req.PresencePenalty, cfg.PresencePenalty)
+	cfg.FrequencyPenalty = float32Or(req.FrequencyPenalty, cfg.FrequencyPenalty)
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == nil {
+		maxTokens = req.MaxTokens
+	}
+	if maxTokens != nil {
+		cfg.MaxOutputTokens = int32(min(*maxTokens, math.MaxInt32))
+	}
+	if len(req.Stop) > 0 {
+		cfg.StopSequences = append([]string(nil), req.Stop...)
+	}
+	if req.Seed != nil {
+		seed := int32(*req.Seed)
+		cfg.Seed = &seed
+	}
+	return &cfg
+}
+
+func float32Or(v *float64, def *float32) *float32 {
+	if v == nil {
+		return def
+	}
+	f := float32(*v)
+	return &f
+}
