@@ -1,0 +1,746 @@
+package agentcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// IncludeContents selects how much history a model sees.
+type IncludeContents string
+
+const (
+	// IncludeDefault sends the whole (branch-visible) session history.
+	IncludeDefault IncludeContents = "default"
+	// IncludeNone sends only the current turn: from the latest user message
+	// or other agent's reply onwards.
+	IncludeNone IncludeContents = "none"
+)
+
+// DefaultMaxIterations caps the model-tool loop of one LlmAgent run.
+const DefaultMaxIterations = 16
+
+// Error codes put on events by the runtime.
+const (
+	CodeMaxIterations = "MAX_ITERATIONS"
+	CodeMaxLLMCalls   = "MAX_LLM_CALLS"
+)
+
+// InstructionProvider computes an instruction per turn. Its result is used
+// verbatim: it reads state itself and is never templated.
+type InstructionProvider func(ctx context.Context, rc *ReadonlyContext) (string, error)
+
+// Callbacks hook into an LlmAgent's run. Each is optional. A callback that
+// returns a non-nil value short-circuits the step it wraps; an error fails
+// the run (model and agent callbacks) or becomes the tool's error result
+// (tool callbacks).
+type Callbacks struct {
+	// BeforeAgent runs first; returning content ends the run with one event
+	// holding it.
+	BeforeAgent func(ctx context.Context, cc *CallbackContext) (*genai.Content, error)
+	// AfterAgent runs when the agent finishes (not after a transfer away);
+	// returning content appends one more event.
+	AfterAgent func(ctx context.Context, cc *CallbackContext) (*genai.Content, error)
+	// BeforeModel may rewrite req, or return a response to skip the call.
+	BeforeModel func(ctx context.Context, cc *CallbackContext, req *model.Request) (*model.Response, error)
+	// AfterModel may return a response that replaces the model's.
+	AfterModel func(ctx context.Context, cc *CallbackContext, resp *model.Response) (*model.Response, error)
+	// OnModelError may return a response that recovers a failed call.
+	OnModelError func(ctx context.Context, cc *CallbackContext, req *model.Request, err error) (*model.Response, error)
+	// BeforeTool may rewrite args, or return a result to skip the tool.
+	BeforeTool func(ctx context.Context, tc *ToolContext, tool Tool, args map[string]any) (map[string]any, error)
+	// AfterTool may return a result that replaces the tool's.
+	AfterTool func(ctx context.Context, tc *ToolContext, tool Tool, args, result map[string]any) (map[string]any, error)
+	// OnToolError may return a result that recovers a failed call;
+	// otherwise the model sees {"error": ...}.
+	OnToolError func(ctx context.Context, tc *ToolContext, tool Tool, args map[string]any, err error) (map[string]any, error)
+}
+
+// LlmConfig configures an LlmAgent. Zero fields mean the defaults.
+type LlmConfig struct {
+	Name        string
+	Description string
+	// Model is required.
+	Model model.LLM
+	// Instruction is templated against state each turn (see InjectState).
+	Instruction string
+	// InstructionProvider replaces Instruction with a per-turn function.
+	InstructionProvider InstructionProvider
+	// GlobalInstruction is prefixed to the instruction, separated by a
+	// blank line; also templated. A root agent's global instruction applies
+	// to every agent of its tree that has none of its own.
+	GlobalInstruction string
+	// StaticInstruction is sent verbatim as the system instruction, never
+	// templated, byte-identical across turns; the dynamic instruction then
+	// rides at the end of the contents.
+	StaticInstruction string
+	Tools             []Tool
+	Toolsets          []Toolset
+	SubAgents         []Agent
+	// DisableTransfer ignores transfer requests and registers no transfer
+	// tool or sub-agent roster.
+	DisableTransfer bool
+	// MaxIterations caps the model-tool loop (default 16).
+	MaxIterations int
+	// OutputKey stores the final text (or parsed JSON with OutputSchema) in
+	// state via the final event's stateDelta.
+	OutputKey string
+	// OutputSchema forces JSON output conforming to this JSON Schema.
+	OutputSchema    map[string]any
+	IncludeContents IncludeContents
+	// GenerateConfig holds generation settings (temperature, ...) copied
+	// into every request.
+	GenerateConfig *genai.GenerateContentConfig
+	Callbacks      Callbacks
+}
+
+// LlmAgent is an agent driven by a language model.
+type LlmAgent struct {
+	cfg LlmConfig
+}
+
+var _ Agent = (*LlmAgent)(nil)
+
+// NewLlmAgent validates cfg and returns the agent.
+func NewLlmAgent(cfg LlmConfig) (*LlmAgent, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("llm agent: empty name")
+	}
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("llm agent %q: no model", cfg.Name)
+	}
+	if cfg.MaxIterations < 0 {
+		return nil, fmt.Errorf("llm agent %q: max_iterations must be positive", cfg.Name)
+	}
+	if cfg.MaxIterations == 0 {
+		cfg.MaxIterations = DefaultMaxIterations
+	}
+	switch cfg.IncludeContents {
+	case "":
+		cfg.IncludeContents = IncludeDefault
+	case IncludeDefault, IncludeNone:
+	default:
+		return nil, fmt.Errorf("llm agent %q: include_contents must be default or none, not %q", cfg.Name, cfg.IncludeContents)
+	}
+	seen := map[string]bool{}
+	for _, t := range cfg.Tools {
+		if t == nil {
+			return nil, fmt.Errorf("llm agent %q: nil tool", cfg.Name)
+		}
+		if seen[t.Name()] {
+			return nil, fmt.Errorf("llm agent %q: duplicate tool %q", cfg.Name, t.Name())
+		}
+		seen[t.Name()] = true
+	}
+	cfg.Tools = append([]Tool(nil), cfg.Tools...)
+	cfg.SubAgents = append([]Agent(nil), cfg.SubAgents...)
+	return &LlmAgent{cfg: cfg}, nil
+}
+
+// Name implements Agent.
+func (a *LlmAgent) Name() string { return a.cfg.Name }
+
+// Description implements Agent.
+func (a *LlmAgent) Description() string { return a.cfg.Description }
+
+// SubAgents implements Agent.
+func (a *LlmAgent) SubAgents() []Agent { return a.cfg.SubAgents }
+
+// Config returns a copy of the agent's configuration.
+func (a *LlmAgent) Config() LlmConfig { return a.cfg }
+
+// Run implements Agent.
+func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
+	return func(yield func(*sessions.Event, error) bool) {
+		inv = inv.withAgent(a)
+		if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
+			cc := newCallbackContext(inv)
+			content, err := cb(ctx, cc)
+			if err != nil {
+				yield(nil, fmt.Errorf("agent %s: before_agent callback: %w", a.cfg.Name, err))
+				return
+			}
+			if content != nil || len(cc.actions.StateDelta) > 0 {
+				ev := inv.NewEvent()
+				ev.Content = content
+				ev.Actions = *cc.actions
+				if !yield(ev, nil) || content != nil {
+					return
+				}
+			}
+		}
+		finished := a.loop(ctx, inv, yield)
+		if !finished {
+			return
+		}
+		if cb := a.cfg.Callbacks.AfterAgent; cb != nil {
+			cc := newCallbackContext(inv)
+			content, err := cb(ctx, cc)
+			if err != nil {
+				yield(nil, fmt.Errorf("agent %s: after_agent callback: %w", a.cfg.Name, err))
+				return
+			}
+			if content != nil || len(cc.actions.StateDelta) > 0 {
+				ev := inv.NewEvent()
+				ev.Content = content
+				ev.Actions = *cc.actions
+				yield(ev, nil)
+			}
+		}
+	}
+}
+
+// loop runs the model-tool loop. It reports whether the agent finished on
+// its own (false after a transfer, a stop by the consumer, or an error).
+func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) bool {
+	tools, err := a.tools(ctx, inv)
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	// A resumed invocation first finishes the calls that were waiting.
+	if last, pending := a.pendingCalls(inv); last != nil {
+		var resumable []*genai.FunctionCall
+		for _, c := range pending {
+			if inv.resume[c.ID] != nil {
+				resumable = append(resumable, c)
+			}
+		}
+		if len(resumable) > 0 {
+			next, cont := a.afterCalls(ctx, inv, resumable, tools, nil, yield)
+			if !cont {
+				return next
+			}
+			if _, still := a.pendingCalls(inv); len(still) > 0 {
+				return false
+			}
+		} else if len(pending) > 0 {
+			return false // still waiting for the client
+		}
+	}
+	for iter := 0; ; iter++ {
+		if iter >= a.cfg.MaxIterations {
+			ev := inv.NewEvent()
+			ev.ErrorCode = CodeMaxIterations
+			ev.ErrorMessage = fmt.Sprintf("agent %s stopped after max_iterations (%d) without a final answer", a.cfg.Name, a.cfg.MaxIterations)
+			yield(ev, nil)
+			return false
+		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return false
+		}
+		if iter > 0 {
+			if tools, err = a.tools(ctx, inv); err != nil {
+				yield(nil, err)
+				return false
+			}
+		}
+		req, err := a.buildRequest(ctx, inv, tools)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, err))
+			return false
+		}
+		modelEv, ok := a.callModel(ctx, inv, req, yield)
+		if !ok {
+			return false
+		}
+		calls := modelEv.FunctionCalls()
+		for _, c := range calls {
+			if t, ok := tools.byName[c.Name]; ok && t.IsLongRunning() {
+				modelEv.LongRunningToolIDs = append(modelEv.LongRunningToolIDs, c.ID)
+			}
+		}
+		if len(calls) == 0 {
+			a.stampOutput(modelEv)
+		}
+		if !yield(modelEv, nil) {
+			return false
+		}
+		if modelEv.ErrorCode != "" || len(calls) == 0 {
+			return true
+		}
+		next, cont := a.afterCalls(ctx, inv, calls, tools, modelEv.LongRunningToolIDs, yield)
+		if !cont {
+			return next
+		}
+	}
+}
+
+// afterCalls dispatches calls, yields the response event and acts on
+// transfer, escalation and pauses (waitFor: long-running call ids the turn
+// waits on). cont reports whether the loop goes on; when it does not,
+// finished is loop's result.
+func (a *LlmAgent) afterCalls(ctx context.Context, inv *Invocation, calls []*genai.FunctionCall, tools *turnTools, waitFor []string, yield func(*sessions.Event, error) bool) (finished, cont bool) {
+	respEv, paused, ok := a.dispatch(ctx, inv, calls, tools, yield)
+	if !ok {
+		return false, false
+	}
+	if respEv != nil {
+		if a.cfg.DisableTransfer {
+			respEv.Actions.TransferToAgent = ""
+		}
+		if !yield(respEv, nil) {
+			return false, false
+		}
+		if target := respEv.Actions.TransferToAgent; target != "" {
+			to := inv.resolveTransfer(a, target)
+			if to == nil {
+				yield(nil, fmt.Errorf("agent %s: transfer target %q vanished", a.cfg.Name, target))
+				return false, false
+			}
+			inv.sh.svc.observer.Transfer(a.cfg.Name, to.Name())
+			for ev, err := range to.Run(ctx, inv.withAgent(to)) {
+				if !yield(ev, err) || err != nil {
+					return false, false
+				}
+			}
+			return false, false
+		}
+		if respEv.Actions.Escalate {
+			return true, false
+		}
+	}
+	if len(paused)+len(waitFor) > 0 {
+		return false, false
+	}
+	return true, true
+}
+
+// stampOutput stores the final response in state under output_key.
+func (a *LlmAgent) stampOutput(ev *sessions.Event) {
+	if a.cfg.OutputKey == "" || ev.ErrorCode != "" {
+		return
+	}
+	text := ev.Text()
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	var v any = text
+	if a.cfg.OutputSchema != nil {
+		var parsed any
+		if err := json.Unmarshal([]byte(text), &parsed); err == nil {
+			v = parsed
+		}
+	}
+	if ev.Actions.StateDelta == nil {
+		ev.Actions.StateDelta = map[string]any{}
+	}
+	ev.Actions.StateDelta[a.cfg.OutputKey] = v
+}
+
+// pendingCalls finds this agent's latest model event with function calls
+// that still lack responses (a paused turn). Long-running calls count as
+// answered only by a user-supplied response.
+func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.FunctionCall) {
+	evs := inv.Events()
+	var last *sessions.Event
+	lastIdx := -1
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := evs[i]
+		if !visible(ev.Branch, inv.branch) || ev.InvocationID != inv.id {
+			if ev.InvocationID != inv.id {
+				break
+			}
+			continue
+		}
+		if len(ev.FunctionResponses()) > 0 && len(ev.FunctionCalls()) == 0 {
+			continue
+		}
+		if ev.Author == a.cfg.Name && len(ev.FunctionCalls()) > 0 {
+			last, lastIdx = ev, i
+		}
+		break
+	}
+	if last == nil {
+		return nil, nil
+	}
+	longRunning := map[string]bool{}
+	for _, id := range last.LongRunningToolIDs {
+		longRunning[id] = true
+	}
+	answered := map[string]bool{}
+	for _, ev := range evs[lastIdx+1:] {
+		for _, r := range ev.FunctionResponses() {
+			if !longRunning[r.ID] || ev.Author == "user" {
+				answered[r.ID] = true
+			}
+		}
+	}
+	var pending []*genai.FunctionCall
+	for _, c := range last.FunctionCalls() {
+		if !answered[c.ID] {
+			pending = append(pending, c)
+		}
+	}
+	return last, pending
+}
+
+// turnTools are the tools offered in one model call.
+type turnTools struct {
+	list   []Tool
+	byName map[string]Tool
+}
+
+// tools gathers the agent's tools, its toolsets' current tools, client
+// tools and the transfer tool.
+func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, error) {
+	tt := &turnTools{byName: map[string]Tool{}}
+	add := func(t Tool) {
+		if _, dup := tt.byName[t.Name()]; dup {
+			return
+		}
+		tt.byName[t.Name()] = t
+		tt.list = append(tt.list, t)
+	}
+	for _, t := range a.cfg.Tools {
+		add(t)
+	}
+	rc := &ReadonlyContext{inv: inv}
+	for _, ts := range a.cfg.Toolsets {
+		ts_tools, err := ts.Tools(ctx, rc)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: toolset %s: %w", a.cfg.Name, ts.Name(), err)
+		}
+		for _, t := range ts_tools {
+			add(t)
+		}
+	}
+	if len(a.cfg.SubAgents) > 0 && !a.cfg.DisableTransfer {
+		add(&transferTool{targets: inv.sh.index.transferTargets(a)})
+	}
+	for _, t := range inv.clientTools(a) {
+		add(t)
+	}
+	return tt, nil
+}
+
+// callModel makes one model call, yielding partial events, and returns the
+// final model event (not yet yielded). ok is false when the run must end.
+func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Request, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
+	cc := newCallbackContext(inv)
+	var final *model.Response
+	if cb := a.cfg.Callbacks.BeforeModel; cb != nil {
+		r, err := cb(ctx, cc, req)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: before_model callback: %w", a.cfg.Name, err))
+			return nil, false
+		}
+		final = r
+	}
+	if final == nil {
+		if limit := inv.sh.cfg.MaxLLMCalls; limit >= 0 {
+			if limit == 0 {
+				limit = DefaultMaxLLMCalls
+			}
+			if n := inv.sh.llmCalls.Add(1); n > int64(limit) {
+				ev := inv.NewEvent()
+				ev.ErrorCode = CodeMaxLLMCalls
+				ev.ErrorMessage = fmt.Sprintf("the invocation reached max_llm_calls (%d)", limit)
+				return ev, true
+			}
+		}
+		start := time.Now()
+		var callErr error
+		for resp, err := range a.cfg.Model.GenerateContent(ctx, req, inv.sh.cfg.Streaming) {
+			if err != nil {
+				callErr = err
+				break
+			}
+			if resp.Partial {
+				if resp.Content == nil || len(resp.Content.Parts) == 0 {
+					continue
+				}
+				ev := inv.NewEvent()
+				fillFromResponse(ev, resp)
+				ev.Partial = true
+				if !yield(ev, nil) {
+					return nil, false
+				}
+				continue
+			}
+			final = resp
+		}
+		if callErr == nil && final == nil {
+			callErr = fmt.Errorf("model %s returned no response", a.cfg.Model.Name())
+		}
+		if final != nil {
+			inv.sh.usage.add(final.UsageMetadata)
+		}
+		inv.sh.svc.observer.ModelCall(a.cfg.Name, a.cfg.Model.Name(), time.Since(start), usageOf(final), callErr)
+		if callErr != nil {
+			if cb := a.cfg.Callbacks.OnModelError; cb != nil && ctx.Err() == nil {
+				r, err := cb(ctx, cc, req, callErr)
+				if err != nil {
+					yield(nil, fmt.Errorf("agent %s: on_model_error callback: %w", a.cfg.Name, err))
+					return nil, false
+				}
+				final = r
+			}
+			if final == nil {
+				if ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
+					yield(nil, callErr)
+				} else {
+					yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, callErr))
+				}
+				return nil, false
+			}
+		}
+	}
+	if cb := a.cfg.Callbacks.AfterModel; cb != nil {
+		r, err := cb(ctx, cc, final)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: after_model callback: %w", a.cfg.Name, err))
+			return nil, false
+		}
+		if r != nil {
+			final = r
+		}
+	}
+	ev := inv.NewEvent()
+	fillFromResponse(ev, final)
+	ev.Actions = *cc.actions
+	ev.Content = cleanContent(ev.Content, inv)
+	return ev, true
+}
+
+func usageOf(r *model.Response) *genai.GenerateContentResponseUsageMetadata {
+	if r == nil {
+		return nil
+	}
+	return r.UsageMetadata
+}
+
+func fillFromResponse(ev *sessions.Event, r *model.Response) {
+	ev.Content = r.Content
+	ev.TurnComplete = r.TurnComplete
+	ev.FinishReason = r.FinishReason
+	ev.ModelVersion = r.ModelVersion
+	ev.UsageMetadata = r.UsageMetadata
+	ev.ErrorCode = r.ErrorCode
+	ev.ErrorMessage = r.ErrorMessage
+	if ev.Content != nil && ev.Content.Role == "" {
+		c := *ev.Content
+		c.Role = genai.RoleModel
+		ev.Content = &c
+	}
+}
+
+// cleanContent drops empty text parts (they make a turn with calls look
+// final to some clients) and gives every function call an id.
+func cleanContent(c *genai.Content, inv *Invocation) *genai.Content {
+	if c == nil {
+		return nil
+	}
+	out := &genai.Content{Role: c.Role}
+	for _, p := range c.Parts {
+		if p == nil {
+			continue
+		}
+		if p.FunctionCall != nil && p.FunctionCall.ID == "" {
+			fc := *p.FunctionCall
+			fc.ID = "call_" + strings.ReplaceAll(inv.sh.svc.newID(), "-", "")
+			np := *p
+			np.FunctionCall = &fc
+			p = &np
+		}
+		if p.Text == "" && p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil &&
+			p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil && len(p.ThoughtSignature) == 0 {
+			continue
+		}
+		out.Parts = append(out.Parts, p)
+	}
+	if len(out.Parts) == 0 {
+		return nil
+	}
+	return out
+}
+
+// callResult is the outcome of one function call.
+type callResult struct {
+	call   *genai.FunctionCall
+	resp   map[string]any
+	tc     *ToolContext
+	paused []string
+}
+
+// dispatch runs the calls concurrently and builds their response event.
+// Events of sub-invocations emitted by the tools are yielded as they come.
+// ok is false when the consumer stopped.
+func (a *LlmAgent) dispatch(ctx context.Context, inv *Invocation, calls []*genai.FunctionCall, tools *turnTools, yield func(*sessions.Event, error) bool) (respEv *sessions.Event, paused []string, ok bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]callResult, len(calls))
+	sub := make(chan *sessions.Event)
+	emit := func(ev *sessions.Event) {
+		select {
+		case sub <- ev:
+		case <-ctx.Done():
+		}
+	}
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { results[i] = a.runCall(ctx, inv, c, tools, emit) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+wait:
+	for {
+		select {
+		case ev := <-sub:
+			if !yield(ev, nil) {
+				cancel()
+				<-done
+				return nil, nil, false
+			}
+		case <-done:
+			break wait
+		}
+	}
+
+	ev := inv.NewEvent()
+	ev.Content = &genai.Content{Role: genai.RoleUser}
+	for _, r := range results {
+		paused = append(paused, r.paused...)
+		mergeActions(&ev.Actions, r.tc.actions)
+		if r.resp == nil {
+			continue
+		}
+		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.call.ID, Name: r.call.Name, Response: r.resp}})
+	}
+	if len(ev.Content.Parts) == 0 {
+		ev.Content = nil
+		if isEmptyActions(ev.Actions) {
+			return nil, paused, true
+		}
+	}
+	return ev, paused, true
+}
+
+// runCall runs one function call through the callbacks; failures and panics
+// become {"error": ...} results.
+func (a *LlmAgent) runCall(ctx context.Context, inv *Invocation, call *genai.FunctionCall, tools *turnTools, emit func(*sessions.Event)) (res callResult) {
+	tc := &ToolContext{CallbackContext: *newCallbackContext(inv), callID: call.ID, resume: inv.resume[call.ID], emit: emit}
+	res = callResult{call: call, tc: tc}
+	start := time.Now()
+	t, found := tools.byName[call.Name]
+	var runErr error
+	defer func() {
+		if p := recover(); p != nil {
+			runErr = fmt.Errorf("tool %s panicked: %v", call.Name, p)
+			res.resp = errorResult(runErr)
+		}
+		res.paused = tc.pausedOn
+		inv.sh.svc.observer.ToolCall(a.cfg.Name, call.Name, time.Since(start), runErr)
+	}()
+	if !found {
+		runErr = fmt.Errorf("tool %q not found", call.Name)
+		res.resp = errorResult(fmt.Errorf("tool %q not found; available tools: %s", call.Name, strings.Join(toolNames(tools), ", ")))
+		return res
+	}
+	ct, callable := t.(CallableTool)
+	if !callable {
+		runErr = fmt.Errorf("tool %q cannot be called", call.Name)
+		res.resp = errorResult(runErr)
+		return res
+	}
+	args := maps.Clone(call.Args)
+	if args == nil {
+		args = map[string]any{}
+	}
+	cb := a.cfg.Callbacks
+	if cb.BeforeTool != nil {
+		r, err := cb.BeforeTool(ctx, tc, t, args)
+		if err != nil {
+			runErr = err
+			res.resp = errorResult(err)
+			return res
+		}
+		if r != nil {
+			res.resp = r
+			return res
+		}
+	}
+	result, err := ct.Run(ctx, tc, args)
+	if err != nil {
+		runErr = err
+		if cb.OnToolError != nil {
+			r, cbErr := cb.OnToolError(ctx, tc, t, args, err)
+			if cbErr != nil {
+				res.resp = errorResult(cbErr)
+				return res
+			}
+			if r != nil {
+				res.resp = r
+				return res
+			}
+		}
+		res.resp = errorResult(err)
+		return res
+	}
+	if cb.AfterTool != nil {
+		r, err := cb.AfterTool(ctx, tc, t, args, result)
+		if err != nil {
+			runErr = err
+			res.resp = errorResult(err)
+			return res
+		}
+		if r != nil {
+			result = r
+		}
+	}
+	res.resp = result
+	return res
+}
+
+func toolNames(t *turnTools) []string {
+	var out []string
+	for _, tl := range t.list {
+		if _, ok := tl.(CallableTool); ok {
+			out = append(out, tl.Name())
+		}
+	}
+	return out
+}
+
+func mergeActions(dst, src *sessions.EventActions) {
+	if len(src.StateDelta) > 0 {
+		if dst.StateDelta == nil {
+			dst.StateDelta = map[string]any{}
+		}
+		maps.Copy(dst.StateDelta, src.StateDelta)
+	}
+	if len(src.ArtifactDelta) > 0 {
+		if dst.ArtifactDelta == nil {
+			dst.ArtifactDelta = map[string]int64{}
+		}
+		maps.Copy(dst.ArtifactDelta, src.ArtifactDelta)
+	}
+	if len(src.RequestedToolConfirmations) > 0 {
+		if dst.RequestedToolConfirmations == nil {
+			dst.RequestedToolConfirmations = map[string]map[string]any{}
+		}
+		maps.Copy(dst.RequestedToolConfirmations, src.RequestedToolConfirmations)
+	}
+	if src.TransferToAgent != "" {
+		dst.TransferToAgent = src.TransferToAgent
+	}
+	dst.Escalate = dst.Escalate || src.Escalate
+	dst.SkipSummarization = dst.SkipSummarization || src.SkipSummarization
+}
+
+func isEmptyActions(a sessions.EventActions) bool {
+	return len(a.StateDelta) == 0 && len(a.ArtifactDelta) == 0 && len(a.RequestedToolConfirmations) == 0 &&
+		a.TransferToAgent == "" && !a.Escalate && !a.SkipSummarization
+}

@@ -1,0 +1,265 @@
+package agentcore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// buildRequest assembles one model request in the seed's order: system
+// instruction (static prefix, or global + instruction + roster), output
+// schema, tools, then the history per include_contents.
+func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*model.Request, error) {
+	cfg := &genai.GenerateContentConfig{}
+	if a.cfg.GenerateConfig != nil {
+		c := *a.cfg.GenerateConfig
+		c.Tools = append([]*genai.Tool(nil), c.Tools...)
+		cfg = &c
+	}
+	req := &model.Request{Model: a.cfg.Model.Name(), Agent: a.cfg.Name, Config: cfg}
+
+	dynamic, err := a.dynamicInstruction(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	if roster := a.roster(inv, tools); roster != "" {
+		dynamic = joinNonEmpty("\n\n", dynamic, roster)
+	}
+	contents := a.contents(inv)
+	if a.cfg.StaticInstruction != "" {
+		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: a.cfg.StaticInstruction}}}
+		if dynamic != "" {
+			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: dynamic}}})
+		}
+	} else if dynamic != "" {
+		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: dynamic}}}
+	}
+	req.Contents = contents
+
+	if a.cfg.OutputSchema != nil {
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseJsonSchema = a.cfg.OutputSchema
+	}
+	var decls []*genai.FunctionDeclaration
+	for _, t := range tools.list {
+		if ct, ok := t.(CallableTool); ok {
+			if d := ct.Declaration(); d != nil {
+				decls = append(decls, d)
+			}
+		}
+	}
+	if len(decls) > 0 {
+		cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
+	}
+	rc := &ReadonlyContext{inv: inv}
+	for _, t := range tools.list {
+		if rp, ok := t.(RequestProcessor); ok {
+			if err := rp.ProcessRequest(ctx, rc, req); err != nil {
+				return nil, fmt.Errorf("tool %s: %w", t.Name(), err)
+			}
+		}
+	}
+	return req, nil
+}
+
+// dynamicInstruction is global instruction + instruction, templated (a
+// provider's result is used verbatim).
+func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (string, error) {
+	cc := newCallbackContext(inv)
+	global := a.cfg.GlobalInstruction
+	if global == "" {
+		if root, ok := inv.sh.root.(*LlmAgent); ok {
+			global = root.cfg.GlobalInstruction
+		}
+	}
+	var err error
+	if global != "" {
+		if global, err = InjectState(ctx, cc, global); err != nil {
+			return "", fmt.Errorf("global_instruction: %w", err)
+		}
+	}
+	instr := a.cfg.Instruction
+	if a.cfg.InstructionProvider != nil {
+		if instr, err = a.cfg.InstructionProvider(ctx, &cc.ReadonlyContext); err != nil {
+			return "", fmt.Errorf("instruction provider: %w", err)
+		}
+	} else if instr != "" {
+		if instr, err = InjectState(ctx, cc, instr); err != nil {
+			return "", fmt.Errorf("instruction: %w", err)
+		}
+	}
+	return joinNonEmpty("\n\n", global, instr), nil
+}
+
+// roster advertises the sub-agents and how to transfer to them.
+func (a *LlmAgent) roster(inv *Invocation, tools *turnTools) string {
+	if a.cfg.DisableTransfer || len(a.cfg.SubAgents) == 0 {
+		return ""
+	}
+	if _, ok := tools.byName[TransferToolName].(*transferTool); !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("You can hand the conversation to another agent by calling the " + TransferToolName +
+		" function with its name when that agent is better suited to answer. Do not answer for it.\n\nAgents you can transfer to:")
+	for _, s := range a.cfg.SubAgents {
+		b.WriteString("\n- " + s.Name())
+		if d := s.Description(); d != "" {
+			b.WriteString(": " + d)
+		}
+	}
+	return b.String()
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}
+
+// contents builds the history the model sees. Events of other agents are
+// recast as user-role context; each function call is followed by its latest
+// response; calls without a response are left out.
+func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
+	var evs []*sessions.Event
+	for _, ev := range inv.Events() {
+		if ev.Partial || ev.Content == nil || len(ev.Content.Parts) == 0 || !visible(ev.Branch, inv.branch) {
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if a.cfg.IncludeContents == IncludeNone {
+		start := 0
+		for i := len(evs) - 1; i >= 0; i-- {
+			ev := evs[i]
+			plain := len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0
+			if plain && (ev.Author == "user" || ev.Author != a.cfg.Name) {
+				start = i
+				break
+			}
+		}
+		evs = evs[start:]
+	}
+
+	own := func(ev *sessions.Event) bool { return ev.Author == a.cfg.Name || ev.Author == "user" }
+	ownCalls := map[string]bool{}
+	latest := map[string]*genai.FunctionResponse{}
+	for _, ev := range evs {
+		if !own(ev) {
+			continue
+		}
+		for _, c := range ev.FunctionCalls() {
+			if ev.Author == a.cfg.Name {
+				ownCalls[c.ID] = true
+			}
+		}
+		for _, r := range ev.FunctionResponses() {
+			if ownCalls[r.ID] {
+				latest[r.ID] = r
+			}
+		}
+	}
+
+	var out []*genai.Content
+	for _, ev := range evs {
+		if !own(ev) {
+			if c := foreignContent(ev); c != nil {
+				out = append(out, c)
+			}
+			continue
+		}
+		calls, resps := ev.FunctionCalls(), ev.FunctionResponses()
+		switch {
+		case len(calls) > 0 && ev.Author == a.cfg.Name:
+			c := &genai.Content{Role: genai.RoleModel}
+			r := &genai.Content{Role: genai.RoleUser}
+			for _, p := range ev.Content.Parts {
+				if p.FunctionCall != nil {
+					resp := latest[p.FunctionCall.ID]
+					if resp == nil {
+						continue
+					}
+					r.Parts = append(r.Parts, &genai.Part{FunctionResponse: resp})
+				}
+				c.Parts = append(c.Parts, p)
+			}
+			if len(c.Parts) > 0 {
+				out = append(out, c)
+			}
+			if len(r.Parts) > 0 {
+				out = append(out, r)
+			}
+		case len(resps) > 0:
+			// Responses are placed after their calls; a response to a call
+			// this agent did not make is shown as context.
+			var ctxText []string
+			for _, r := range resps {
+				if !ownCalls[r.ID] {
+					ctxText = append(ctxText, fmt.Sprintf("[%s] answered `%s`: %s", ev.Author, r.Name, jsonText(r.Response)))
+				}
+			}
+			for _, p := range ev.Content.Parts {
+				if p.FunctionResponse == nil && p.Text != "" {
+					ctxText = append(ctxText, p.Text)
+				}
+			}
+			if len(ctxText) > 0 {
+				out = append(out, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:\n" + strings.Join(ctxText, "\n")}}})
+			}
+		default:
+			role := genai.RoleUser
+			if ev.Author == a.cfg.Name {
+				role = genai.RoleModel
+			}
+			var parts []*genai.Part
+			for _, p := range ev.Content.Parts {
+				if p.Thought {
+					continue
+				}
+				parts = append(parts, p)
+			}
+			if len(parts) > 0 {
+				out = append(out, &genai.Content{Role: role, Parts: parts})
+			}
+		}
+	}
+	return out
+}
+
+// foreignContent recasts another agent's event as user-role context.
+func foreignContent(ev *sessions.Event) *genai.Content {
+	var lines []string
+	for _, p := range ev.Content.Parts {
+		switch {
+		case p.Thought:
+		case p.FunctionCall != nil:
+			lines = append(lines, fmt.Sprintf("[%s] called tool `%s` with parameters: %s", ev.Author, p.FunctionCall.Name, jsonText(p.FunctionCall.Args)))
+		case p.FunctionResponse != nil:
+			lines = append(lines, fmt.Sprintf("[%s] `%s` tool returned result: %s", ev.Author, p.FunctionResponse.Name, jsonText(p.FunctionResponse.Response)))
+		case p.Text != "":
+			lines = append(lines, fmt.Sprintf("[%s] said: %s", ev.Author, p.Text))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:\n" + strings.Join(lines, "\n")}}}
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

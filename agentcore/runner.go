@@ -1,0 +1,369 @@
+package agentcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/artifact"
+	"github.com/agentgate/agentgate/agentcore/memory"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// RunnerConfig configures a Runner. Zero fields mean the defaults.
+type RunnerConfig struct {
+	// AppName is the app (virtual model) whose sessions the runner serves.
+	AppName string
+	// Agent is the root of the tree; it is validated by NewRunner.
+	Agent     Agent
+	Sessions  sessions.Service
+	Artifacts artifact.Service
+	Memory    memory.Service
+	// RouteToRoot starts every user turn at the root agent instead of the
+	// agent that spoke last.
+	RouteToRoot bool
+	// AutoCreateSession creates a missing session instead of failing with
+	// sessions.ErrNotFound.
+	AutoCreateSession bool
+	// Now and NewID replace the clock and the id generator (for golden
+	// tests); defaults are time.Now and random UUIDs.
+	Now      func() time.Time
+	NewID    func() string
+	Observer Observer
+}
+
+// Runner runs user turns of one agent tree against stored sessions.
+type Runner struct {
+	cfg   RunnerConfig
+	index *treeIndex
+	svc   *services
+}
+
+// NewRunner validates the tree and returns a runner.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	if cfg.AppName == "" {
+		return nil, errors.New("runner: empty app name")
+	}
+	if cfg.Sessions == nil {
+		return nil, errors.New("runner: no session service")
+	}
+	ix, err := indexTree(cfg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	svc := &services{sessions: cfg.Sessions, artifacts: cfg.Artifacts, memory: cfg.Memory, now: cfg.Now, newID: cfg.NewID,
+		observer: cfg.Observer, appName: cfg.AppName}
+	if svc.now == nil {
+		svc.now = time.Now
+	}
+	if svc.newID == nil {
+		svc.newID = uuid.NewString
+	}
+	if svc.observer == nil {
+		svc.observer = NopObserver{}
+	}
+	return &Runner{cfg: cfg, index: ix, svc: svc}, nil
+}
+
+// Root returns the tree's root agent.
+func (r *Runner) Root() Agent { return r.cfg.Agent }
+
+// FindAgent returns the agent of the tree with that name, or nil.
+func (r *Runner) FindAgent(name string) Agent { return r.index.byName[name] }
+
+// RunRequest is one user turn.
+type RunRequest struct {
+	UserID, SessionID string
+	// NewMessage is the user's content: text, or function responses that
+	// resume a paused invocation.
+	NewMessage *genai.Content
+	// StateDelta is applied with the user's message.
+	StateDelta map[string]any
+	Config     RunConfig
+	// ClientTools are functions the client declared for this turn; calls
+	// to them pause the invocation and reach the client.
+	ClientTools []*genai.FunctionDeclaration
+	// Params are the conversation parameters (trusted and caller-supplied).
+	Params *Params
+}
+
+// UnknownCallError reports a function response for a call that no paused
+// invocation of the session is waiting for.
+type UnknownCallError struct{ ID string }
+
+func (e *UnknownCallError) Error() string {
+	return fmt.Sprintf("no pending function call with id %q in this session", e.ID)
+}
+
+// Run is one running turn. Events may be ranged over once.
+type Run struct {
+	events iter.Seq2[*sessions.Event, error]
+	usage  *usageTotal
+	mu     sync.Mutex
+	invID  string
+	agent  string
+}
+
+// Events streams the turn's events: partial and whole, the caller's own and
+// (when asked for, or when they pause) those of agents called as tools.
+// Non-partial events of the turn are stored before they are yielded. The
+// user's message is stored but not yielded.
+func (r *Run) Events() iter.Seq2[*sessions.Event, error] { return r.events }
+
+// Usage is the token usage summed over every model call of the turn, across
+// the whole tree including agents called as tools.
+func (r *Run) Usage() *genai.GenerateContentResponseUsageMetadata { return r.usage.get() }
+
+// InvocationID is the id of the turn's invocation, known once Events has
+// started.
+func (r *Run) InvocationID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.invID
+}
+
+// StartAgent is the agent the turn started with, known once Events has
+// started.
+func (r *Run) StartAgent() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.agent
+}
+
+// Run starts a user turn.
+func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
+	run := &Run{usage: &usageTotal{}}
+	t := &turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &atomic.Int64{}, usage: run.usage,
+		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, out: run}
+	run.events = func(yield func(*sessions.Event, error) bool) {
+		sess, err := r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+		if errors.Is(err, sessions.ErrNotFound) && r.cfg.AutoCreateSession {
+			sess, err = r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for ev, err := range t.run(ctx, sess, req.NewMessage, req.StateDelta) {
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+	return run
+}
+
+// turn runs one user turn of a tree over one session: the top-level turn of
+// a Runner, or a call of an AgentTool in its sub-conversation.
+type turn struct {
+	root        Agent
+	index       *treeIndex
+	svc         *services
+	cfg         RunConfig
+	llmCalls    *atomic.Int64
+	usage       *usageTotal
+	params      *Params
+	routeRoot   bool
+	clientTools []*genai.FunctionDeclaration
+	// invID is fixed for sub-conversations; empty means generate or resume.
+	invID string
+	out   *Run
+	// subLocks serialise calls into the same sub-conversation.
+	subLocks *sync.Map
+}
+
+func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
+	return func(yield func(*sessions.Event, error) bool) {
+		target, invID, resume, userMsg, err := t.route(ctx, sess, msg)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if t.invID != "" {
+			invID = t.invID
+		}
+		if t.out != nil {
+			t.out.mu.Lock()
+			t.out.invID, t.out.agent = invID, target.Name()
+			t.out.mu.Unlock()
+		}
+		if t.subLocks == nil {
+			t.subLocks = &sync.Map{}
+		}
+		sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &liveSession{sess: sess},
+			llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
+			subLocks: t.subLocks}
+		inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
+		if userMsg != nil || len(delta) > 0 {
+			ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
+			ev.Actions.StateDelta = delta
+			if err := inv.persist(ctx, ev); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+		for ev, err := range target.Run(ctx, inv) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ev.Partial && ev.InvocationID == invID {
+				if err := inv.persist(ctx, ev); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// persist stores a non-partial event of this invocation: temp: state goes to
+// the invocation, the rest to the session.
+func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
+	for k, v := range ev.Actions.StateDelta {
+		if len(k) > len(sessions.PrefixTemp) && k[:len(sessions.PrefixTemp)] == sessions.PrefixTemp {
+			inv.sh.tempMu.Lock()
+			inv.sh.temp[k] = v
+			inv.sh.tempMu.Unlock()
+		}
+	}
+	l := inv.sh.sess
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := inv.sh.svc.sessions.AppendEvent(context.WithoutCancel(ctx), l.sess, ev); err != nil {
+		return fmt.Errorf("storing event: %w", err)
+	}
+	return nil
+}
+
+// route decides which agent handles the turn. Function responses resume the
+// invocation that made the calls (routing responses for calls inside
+// sub-conversations through the agent-tool call that leads there); other
+// messages go to the agent that spoke last, or the root.
+func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Content) (target Agent, invID string, resume map[string]*genai.Content, userMsg *genai.Content, err error) {
+	var responses []*genai.Part
+	if msg != nil {
+		for _, p := range msg.Parts {
+			if p != nil && p.FunctionResponse != nil {
+				responses = append(responses, p)
+			}
+		}
+	}
+	if len(responses) == 0 {
+		return t.nextAgent(sess), "e-" + t.svc.newID(), nil, msg, nil
+	}
+	var author string
+	direct := &genai.Content{Role: genai.RoleUser}
+	for _, p := range responses {
+		loc, err := t.locate(ctx, sess, p.FunctionResponse.ID)
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		if author != "" && (loc.author != author || loc.invID != invID) {
+			return nil, "", nil, nil, fmt.Errorf("function responses answer calls of different invocations: %w", &UnknownCallError{ID: p.FunctionResponse.ID})
+		}
+		author, invID = loc.author, loc.invID
+		if loc.viaCall == "" {
+			direct.Parts = append(direct.Parts, p)
+			continue
+		}
+		if resume == nil {
+			resume = map[string]*genai.Content{}
+		}
+		c := resume[loc.viaCall]
+		if c == nil {
+			c = &genai.Content{Role: genai.RoleUser}
+			resume[loc.viaCall] = c
+		}
+		c.Parts = append(c.Parts, p)
+	}
+	target = t.index.byName[author]
+	if target == nil {
+		return nil, "", nil, nil, fmt.Errorf("agent %q that made the call is no longer in the tree: %w", author, &UnknownCallError{ID: responses[0].FunctionResponse.ID})
+	}
+	if len(direct.Parts) > 0 {
+		userMsg = direct
+	}
+	return target, invID, resume, userMsg, nil
+}
+
+type callLocation struct {
+	author, invID string
+	// viaCall is the agent-tool call (in this session) whose
+	// sub-conversation holds the call; empty when the call is here.
+	viaCall string
+}
+
+// locate finds the call a function response answers, searching this
+// session, then the sub-conversations of agent-tool calls still waiting.
+func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string) (callLocation, error) {
+	answered := map[string]bool{}
+	for i := len(sess.Events) - 1; i >= 0; i-- {
+		ev := sess.Events[i]
+		for _, c := range ev.FunctionCalls() {
+			if c.ID == callID {
+				return callLocation{author: ev.Author, invID: ev.InvocationID}, nil
+			}
+		}
+	}
+	for _, ev := range sess.Events {
+		for _, r := range ev.FunctionResponses() {
+			answered[r.ID] = true
+		}
+	}
+	for i := len(sess.Events) - 1; i >= 0; i-- {
+		ev := sess.Events[i]
+		for _, c := range ev.FunctionCalls() {
+			if answered[c.ID] || ev.Author == "user" {
+				continue
+			}
+			child, err := t.svc.sessions.Get(ctx, sessions.GetRequest{AppName: sess.AppName, UserID: sess.UserID, SessionID: sessions.ChildID(sess.ID, c.Name)})
+			if errors.Is(err, sessions.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return callLocation{}, err
+			}
+			if _, err := t.locate(ctx, child, callID); err == nil {
+				return callLocation{author: ev.Author, invID: ev.InvocationID, viaCall: c.ID}, nil
+			}
+		}
+	}
+	return callLocation{}, &UnknownCallError{ID: callID}
+}
+
+// nextAgent picks the agent for a new user turn: the agent that spoke last
+// when it can own the conversation (an LLM agent reached through LLM agents
+// only), else the root.
+func (t *turn) nextAgent(sess *sessions.Session) Agent {
+	if t.routeRoot {
+		return t.root
+	}
+	for i := len(sess.Events) - 1; i >= 0; i-- {
+		ev := sess.Events[i]
+		if ev.Author == "user" {
+			continue
+		}
+		a := t.index.byName[ev.Author]
+		if a == nil {
+			continue
+		}
+		for p := a; p != nil; p = t.index.parent[p.Name()] {
+			if _, ok := p.(*LlmAgent); !ok {
+				return t.root
+			}
+		}
+		return a
+	}
+	return t.root
+}
