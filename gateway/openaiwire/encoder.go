@@ -1,0 +1,372 @@
+package openaiwire
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// EncoderConfig configures an Encoder. Zero fields mean the defaults.
+type EncoderConfig struct {
+	// ID is the response id shared by every chunk (default NewCompletionID()).
+	ID string
+	// Model is the virtual model id the client asked for.
+	Model string
+	// Created is the response's Unix time, the same on every chunk
+	// (default: now).
+	Created int64
+	// IncludeUsage adds the final usage chunk (stream_options.include_usage).
+	IncludeUsage bool
+	// ClientTools maps the runtime name of each function the client
+	// executes to the name the client knows it by (for a request tool the
+	// same name; for an action declared on a sub-agent, e.g.
+	// "billing__refund"). Calls to other functions are internal and never
+	// shown.
+	ClientTools map[string]string
+	// NewToolCallID generates ids for client tool calls whose runtime id is
+	// not a valid client id (default NewToolCallID).
+	NewToolCallID func() string
+}
+
+// EmittedToolCall is a client tool call the Encoder has sent, for the caller
+// to remember so a later tool message can resume the paused invocation.
+type EmittedToolCall struct {
+	// Index is the tool call's index in the response.
+	Index int
+	// ID is the tool_call_id the client received; FunctionCallID the
+	// runtime's FunctionCall.ID (the same unless that was empty or not a
+	// valid client id).
+	ID, FunctionCallID string
+	// Name is the runtime function name, ClientName the name the client saw.
+	Name, ClientName string
+	// Author and InvocationID are those of the event that made the call.
+	Author, InvocationID string
+}
+
+// Encoder turns the runtime events of one user turn into OpenAI chunks. The
+// streaming path writes the chunks as they come; the non-streaming path
+// calls Completion at the end. It is pure: no I/O, and the only sources of
+// variation are the config's id generator and clock defaults.
+//
+// Rules:
+//   - role "assistant" is set only on the first delta of the response;
+//   - partial events' non-thought text becomes content deltas; a
+//     non-partial event of the same model turn (same author and branch)
+//     sends only the text not already streamed (normally nothing, or the
+//     whole text when the turn had no partials); thought text is never sent;
+//   - function calls in non-partial events whose name is in ClientTools
+//     become tool-call deltas: two chunks per call, the first with index,
+//     id, type, name and empty arguments, the second with index and the
+//     arguments JSON; indexes count up across the response. Function calls
+//     in partial events are ignored (the turn's final event repeats them);
+//     other function calls and all function responses are not shown;
+//   - an event transferring control adds a chunk with an empty delta whose
+//     agentgate extension names the target;
+//   - every chunk carries agentgate{author, invocation_id} of its event;
+//   - events authored by "user" are ignored.
+//
+// Which events reach the encoder is the caller's choice (the gateway leaves
+// out the inner events of agents called as tools). An Encoder is used by
+// one goroutine at a time.
+type Encoder struct {
+	cfg       EncoderConfig
+	roleSent  bool
+	finished  bool
+	ext       Extension          // author and invocation of the latest event
+	streamed  map[turnKey]string // text sent by partials of unfinished turns
+	seenCalls map[string]bool    // runtime ids of client calls already sent
+	lastEnd   genai.FinishReason // of the latest non-partial event that had one
+	calls     []EmittedToolCall
+	acc       Accumulator
+}
+
+type turnKey struct{ author, branch string }
+
+// NewEncoder returns an encoder for one response.
+func NewEncoder(cfg EncoderConfig) *Encoder {
+	if cfg.ID == "" {
+		cfg.ID = NewCompletionID()
+	}
+	if cfg.Created == 0 {
+		cfg.Created = time.Now().Unix()
+	}
+	if cfg.NewToolCallID == nil {
+		cfg.NewToolCallID = NewToolCallID
+	}
+	return &Encoder{cfg: cfg, streamed: map[turnKey]string{}, seenCalls: map[string]bool{}}
+}
+
+// Start returns the role chunk ({"role": "assistant", "content": ""}) so it
+// can be flushed before the first event, attributed to author and
+// invocationID. It returns nothing once any chunk has been made.
+func (e *Encoder) Start(author, invocationID string) []ChatCompletionChunk {
+	if e.roleSent || e.finished {
+		return nil
+	}
+	e.ext = Extension{Author: author, InvocationID: invocationID}
+	return []ChatCompletionChunk{e.chunk(Delta{}, nil, e.ext)}
+}
+
+// Event returns the chunks for one runtime event, possibly none. After
+// Finish it returns nothing.
+func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
+	if e.finished || ev == nil || ev.Author == "user" {
+		return nil
+	}
+	e.ext = Extension{Author: ev.Author, InvocationID: ev.InvocationID}
+	var out []ChatCompletionChunk
+	key := turnKey{ev.Author, ev.Branch}
+	if ev.Partial {
+		if text := ev.Text(); text != "" {
+			e.streamed[key] += text
+			out = append(out, e.text(text))
+		}
+	} else {
+		text := ev.Text()
+		if sent, ok := e.streamed[key]; ok {
+			delete(e.streamed, key)
+			text = unsent(sent, text)
+		}
+		if text != "" {
+			out = append(out, e.text(text))
+		}
+		for _, fc := range ev.FunctionCalls() {
+			out = append(out, e.toolCall(ev, fc)...)
+		}
+		if ev.FinishReason != "" {
+			e.lastEnd = ev.FinishReason
+		}
+	}
+	if to := ev.Actions.TransferToAgent; to != "" {
+		ext := e.ext
+		ext.TransferToAgent = to
+		out = append(out, e.chunk(Delta{}, nil, ext))
+	}
+	return out
+}
+
+// unsent returns the part of a turn's final text that its partials did not
+// send: the rest after the streamed prefix, or nothing when the final text
+// does not start with what was streamed (a callback rewrote it; what the
+// client has seen stands).
+func unsent(streamed, final string) string {
+	rest, ok := strings.CutPrefix(final, streamed)
+	if !ok {
+		return ""
+	}
+	return rest
+}
+
+func (e *Encoder) text(s string) ChatCompletionChunk {
+	return e.chunk(Delta{Content: &s}, nil, e.ext)
+}
+
+func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCompletionChunk {
+	clientName, ok := e.cfg.ClientTools[fc.Name]
+	if !ok {
+		return nil
+	}
+	if fc.ID != "" {
+		if e.seenCalls[fc.ID] {
+			return nil
+		}
+		e.seenCalls[fc.ID] = true
+	}
+	id := fc.ID
+	if !ValidToolCallID(id) {
+		id = e.cfg.NewToolCallID()
+	}
+	args := "{}"
+	if len(fc.Args) > 0 {
+		if b, err := json.Marshal(fc.Args); err == nil {
+			args = string(b)
+		}
+	}
+	idx := len(e.calls)
+	e.calls = append(e.calls, EmittedToolCall{Index: idx, ID: id, FunctionCallID: fc.ID, Name: fc.Name,
+		ClientName: clientName, Author: ev.Author, InvocationID: ev.InvocationID})
+	head := ToolCallDelta{Index: idx, ID: id, Type: "function", Function: FunctionCallDelta{Name: clientName}}
+	body := ToolCallDelta{Index: idx, Function: FunctionCallDelta{Arguments: args}}
+	return []ChatCompletionChunk{
+		e.chunk(Delta{ToolCalls: []ToolCallDelta{head}}, nil, e.ext),
+		e.chunk(Delta{ToolCalls: []ToolCallDelta{body}}, nil, e.ext),
+	}
+}
+
+// chunk builds a one-choice chunk, adding the role to the response's first
+// delta, and feeds it to the accumulator.
+func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatCompletionChunk {
+	if !e.roleSent {
+		e.roleSent = true
+		d.Role = "assistant"
+		if d.Content == nil && len(d.ToolCalls) == 0 {
+			empty := ""
+			d.Content = &empty
+		}
+	}
+	c := e.base(ext)
+	c.Choices = []ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+	e.acc.Add(c)
+	return c
+}
+
+func (e *Encoder) base(ext Extension) ChatCompletionChunk {
+	return ChatCompletionChunk{ID: e.cfg.ID, Object: ObjectChunk, Created: e.cfg.Created, Model: e.cfg.Model, Agentgate: ext}
+}
+
+// Finish ends the response: exactly one chunk with an empty delta and the
+// finish reason, then, when IncludeUsage is set, the usage chunk (empty
+// choices, usage from the given record). The finish reason is "tool_calls"
+// when any client tool call was sent; else "length" when the latest model
+// turn ended at MAX_TOKENS, "content_filter" when it was blocked (SAFETY,
+// RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY); else
+// "stop". Both chunks carry the latest event's agentgate extension. Only
+// the first call returns chunks.
+//
+// Finish is for runs that ended normally: after a failure send ErrorFrame
+// instead, never a finish reason.
+func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []ChatCompletionChunk {
+	if e.finished {
+		return nil
+	}
+	reason := e.FinishReason()
+	out := []ChatCompletionChunk{e.chunk(Delta{}, &reason, e.ext)}
+	e.finished = true
+	if e.cfg.IncludeUsage {
+		u := UsageFrom(usage)
+		c := e.base(e.ext)
+		c.Choices = []ChunkChoice{}
+		c.Usage = &u
+		e.acc.Add(c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// FinishReason is the finish reason Finish sends, given the events so far.
+func (e *Encoder) FinishReason() FinishReason {
+	if len(e.calls) > 0 {
+		return FinishToolCalls
+	}
+	switch e.lastEnd {
+	case genai.FinishReasonMaxTokens:
+		return FinishLength
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
+		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety:
+		return FinishContentFilter
+	}
+	return FinishStop
+}
+
+// ToolCalls returns the client tool calls sent so far, in index order.
+func (e *Encoder) ToolCalls() []EmittedToolCall {
+	return append([]EmittedToolCall(nil), e.calls...)
+}
+
+// Completion returns the non-streaming response: what the chunks so far add
+// up to, ended as Finish would end it when it has not been ended yet, with
+// usage from the given record (always present, whatever IncludeUsage says).
+func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
+	e.Finish(usage)
+	c := e.acc.Completion()
+	c.Usage = UsageFrom(usage)
+	return c
+}
+
+// Accumulator folds chunks into the ChatCompletion they add up to, as
+// OpenAI's client-side accumulators do: content concatenated, tool calls
+// assembled by index, the finish reason and usage kept, and the agentgate
+// extension of the last chunk with the latest transfer seen. The zero value
+// is ready to use.
+type Accumulator struct {
+	id, model string
+	created   int64
+	content   strings.Builder
+	toolCalls []ToolCall
+	finish    FinishReason
+	usage     *Usage
+	ext       Extension
+	transfer  string
+}
+
+// Add folds one chunk in. Tool-call fragments whose index skips ahead of the
+// calls seen so far are dropped.
+func (a *Accumulator) Add(c ChatCompletionChunk) {
+	a.id, a.model, a.created = c.ID, c.Model, c.Created
+	a.ext = c.Agentgate
+	if c.Agentgate.TransferToAgent != "" {
+		a.transfer = c.Agentgate.TransferToAgent
+	}
+	if c.Usage != nil {
+		u := *c.Usage
+		a.usage = &u
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta.Content != nil {
+			a.content.WriteString(*ch.Delta.Content)
+		}
+		for _, td := range ch.Delta.ToolCalls {
+			if td.Index < 0 || td.Index > len(a.toolCalls) {
+				continue
+			}
+			if td.Index == len(a.toolCalls) {
+				a.toolCalls = append(a.toolCalls, ToolCall{})
+			}
+			tc := &a.toolCalls[td.Index]
+			tc.ID = orDefault(td.ID, tc.ID)
+			tc.Type = orDefault(td.Type, tc.Type)
+			tc.Function.Name = orDefault(td.Function.Name, tc.Function.Name)
+			tc.Function.Arguments += td.Function.Arguments
+		}
+		if ch.FinishReason != nil {
+			a.finish = *ch.FinishReason
+		}
+	}
+}
+
+// Completion returns the response so far. Content is null when there are
+// tool calls and no text; the finish reason is empty until a chunk set it.
+func (a *Accumulator) Completion() *ChatCompletion {
+	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
+	if text := a.content.String(); text != "" || len(a.toolCalls) == 0 {
+		msg.Content = &text
+	}
+	ext := a.ext
+	ext.TransferToAgent = a.transfer
+	c := &ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
+		Choices: []Choice{{Index: 0, Message: msg, FinishReason: a.finish}}}
+	if a.usage != nil {
+		c.Usage = *a.usage
+	}
+	return c
+}
+
+// DoneFrame ends every stream.
+const DoneFrame = "data: [DONE]\n\n"
+
+// Frame returns v as one server-sent event: "data: <json>\n\n".
+func Frame(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(b)+8)
+	out = append(out, "data: "...)
+	out = append(out, b...)
+	return append(out, "\n\n"...), nil
+}
+
+// ErrorFrame returns the frame for an error after the stream started:
+// data: {"error": {"message", "type", "param", "code"}}. Send DoneFrame
+// after it.
+func ErrorFrame(err *Error) []byte {
+	b, _ := Frame(err.Envelope()) // an Envelope always marshals
+	return b
+}
