@@ -1,0 +1,184 @@
+package redis
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testServer is a private redis-server on a free loopback port, started and
+// stopped by the test; it never touches the machine's shared Redis.
+type testServer struct {
+	t    *testing.T
+	port int
+	args []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+// needBinary skips the test when name is not installed, except under CI
+// (.ci/run installs redis), where a missing binary is a failure.
+func needBinary(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed: %v", name, err)
+		}
+		t.Skipf("%s is not installed", name)
+	}
+}
+
+// startServer starts redis-server with no persistence unless extra says
+// otherwise (extra options are appended to the command line).
+func startServer(t *testing.T, extra ...string) *testServer {
+	t.Helper()
+	needBinary(t, "redis-server")
+	port := freePort(t)
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir()}
+	s := &testServer{t: t, port: port, args: append(args, extra...)}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the server's address as a Config.URL; query is added as is.
+func (s *testServer) URL(query string) string {
+	u := "redis://" + s.Addr() + "/0"
+	if query != "" {
+		u += "?" + query
+	}
+	return u
+}
+
+// Addr is host:port.
+func (s *testServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Start (re)starts the server on its port and waits until it answers.
+func (s *testServer) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	s.log = &bytes.Buffer{}
+	cmd := exec.Command("redis-server", s.args...)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.cmd = cmd
+	if err := waitPing(s.Addr(), 10*time.Second); err != nil {
+		s.t.Fatalf("redis-server on %d did not come up: %v\n%s", s.port, err, s.log)
+	}
+}
+
+// Stop kills the server (SIGKILL: a crash, not a shutdown) and waits for it.
+func (s *testServer) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitPing waits until addr answers PING.
+func waitPing(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		last = ping(addr)
+		if last == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return last
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// startCluster starts a 3-master Redis Cluster (no replicas) on free ports
+// and returns a Config.URL for it.
+func startCluster(t *testing.T) string {
+	t.Helper()
+	needBinary(t, "redis-server")
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli is not installed; cannot form a cluster")
+	}
+	dir := t.TempDir()
+	var addrs []string
+	for i := range 3 {
+		s := startServer(t, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(freePort(t)),
+			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, i), "--cluster-node-timeout", "2000")
+		addrs = append(addrs, s.Addr())
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		if err := waitClusterOK(a, 15*time.Second); err != nil {
+			t.Fatalf("cluster node %s: %v", a, err)
+		}
+	}
+	return "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+}
+
+func waitClusterOK(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strings.TrimPrefix(addr, "127.0.0.1:"),
+			"cluster", "info").Output()
+		if err == nil && bytes.Contains(out, []byte("cluster_state:ok")) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("cluster_state not ok after %v", within)
+}
