@@ -26,7 +26,8 @@ import (
 // FunctionResponse parts of a role "user" content, consecutive tool messages
 // sharing one content: ID is the tool_call_id, Name the name of the earlier
 // assistant tool call with that id, and Response the content parsed when it
-// is a JSON object, else {"result": <content>}.
+// is a JSON object, else {"result": <content>} (a tool message without
+// content answers {"result": ""}).
 //
 // A tool message may answer a call that is not in msgs (the caller sent only
 // the new messages of a stored conversation, or resumes a paused invocation
@@ -212,8 +213,10 @@ var imageMIME = map[string]string{
 	".webp": "image/webp", ".heic": "image/heic", ".heif": "image/heif",
 }
 
-// mediaPart converts a data: URL to inline data and an http(s) URL to file
-// data (its MIME type guessed from the path's extension, "" when unknown).
+// mediaPart converts a data: URL to inline data and an http(s) URL (only
+// images come by URL) to file data, its MIME type guessed from the path's
+// extension: "image/jpeg" when the extension says nothing, since providers
+// need some image type and most fetch and sniff the bytes anyway.
 func mediaPart(raw, param string) (*genai.Part, error) {
 	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
 		mime, data, err := parseDataURL(rest)
@@ -226,7 +229,11 @@ func mediaPart(raw, param string) (*genai.Part, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, InvalidRequest(param, "Expected an http(s) URL or a base64 data: URL.")
 	}
-	return genai.NewPartFromURI(raw, imageMIME[strings.ToLower(path.Ext(u.Path))]), nil
+	mime, ok := imageMIME[strings.ToLower(path.Ext(u.Path))]
+	if !ok {
+		mime = "image/jpeg"
+	}
+	return genai.NewPartFromURI(raw, mime), nil
 }
 
 // parseDataURL parses what follows "data:": [<media type>][;params][;base64],<data>.

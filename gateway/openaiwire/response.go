@@ -90,18 +90,23 @@ type CompletionTokensDetails struct {
 	RejectedPredictionTokens int64 `json:"rejected_prediction_tokens"`
 }
 
-// UsageFrom converts the runtime's usage record (nil counts as zero), read
-// with Gemini's meaning: CandidatesTokenCount excludes thoughts and
-// PromptTokenCount excludes tool-use prompts. So prompt_tokens = prompt +
-// tool-use prompt, completion_tokens = candidates + thoughts (OpenAI counts
-// reasoning inside completion tokens), reasoning_tokens = thoughts,
-// cached_tokens = cached content, and total_tokens = prompt + completion.
+// UsageFrom converts the runtime's usage record (nil counts as zero).
+// prompt_tokens = prompt + tool-use prompt; completion_tokens is what the
+// total adds beyond that, so it includes reasoning under both conventions
+// the providers use (Gemini's candidates exclude thoughts and its total adds
+// them; the OpenAI provider's candidates already include them). Without a
+// usable total it is candidates + thoughts. total_tokens = prompt +
+// completion, reasoning_tokens = thoughts, cached_tokens = cached content.
+// Sums of records (model.AddUsage) convert the same way.
 func UsageFrom(u *genai.GenerateContentResponseUsageMetadata) Usage {
 	if u == nil {
 		return Usage{}
 	}
 	prompt := int64(u.PromptTokenCount) + int64(u.ToolUsePromptTokenCount)
 	completion := int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
+	if total := int64(u.TotalTokenCount); total > 0 && total >= prompt {
+		completion = total - prompt
+	}
 	return Usage{
 		PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
 		PromptTokensDetails:     PromptTokensDetails{CachedTokens: int64(u.CachedContentTokenCount)},

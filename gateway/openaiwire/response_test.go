@@ -101,11 +101,21 @@ func TestUsageFrom(t *testing.T) {
 		want Usage
 	}{
 		{"nil", nil, Usage{}},
-		{"gemini counts", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 100, ToolUsePromptTokenCount: 5,
-			CandidatesTokenCount: 20, ThoughtsTokenCount: 30, CachedContentTokenCount: 40, TotalTokenCount: 155},
+		{"gemini counts: candidates exclude thoughts", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 100,
+			ToolUsePromptTokenCount: 5, CandidatesTokenCount: 20, ThoughtsTokenCount: 30, CachedContentTokenCount: 40, TotalTokenCount: 155},
 			Usage{PromptTokens: 105, CompletionTokens: 50, TotalTokens: 155,
 				PromptTokensDetails:     PromptTokensDetails{CachedTokens: 40},
 				CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 30}}},
+		{"openai provider counts: candidates include reasoning", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 100,
+			CandidatesTokenCount: 50, ThoughtsTokenCount: 30, TotalTokenCount: 150},
+			Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 150,
+				CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 30}}},
+		{"sum of both", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 200, ToolUsePromptTokenCount: 5,
+			CandidatesTokenCount: 70, ThoughtsTokenCount: 60, TotalTokenCount: 305},
+			Usage{PromptTokens: 205, CompletionTokens: 100, TotalTokens: 305,
+				CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 60}}},
+		{"no total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 5, ThoughtsTokenCount: 2},
+			Usage{PromptTokens: 10, CompletionTokens: 7, TotalTokens: 17, CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
