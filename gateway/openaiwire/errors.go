@@ -47,9 +47,9 @@ func (e *Error) Error() string {
 	return s + ": " + e.Message
 }
 
-// Object is the inner error object of the envelope, as it goes on the wire.
+// ErrorObject is the inner error object of the envelope, as it goes on the wire.
 // Param and Code are nil when empty.
-type Object struct {
+type ErrorObject struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
@@ -58,12 +58,12 @@ type Object struct {
 
 // Envelope is the body of an error response and of an in-stream error frame.
 type Envelope struct {
-	Error Object `json:"error"`
+	Error ErrorObject `json:"error"`
 }
 
 // Envelope returns e's wire form.
 func (e *Error) Envelope() Envelope {
-	return Envelope{Error: Object{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}}
+	return Envelope{Error: ErrorObject{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}}
 }
 
 // MarshalJSON writes the envelope {"error": {...}}.
