@@ -112,6 +112,7 @@ type invShared struct {
 	// clientTools are offered to the agents of a top-level turn (never to
 	// agents called as tools).
 	clientTools []*genai.FunctionDeclaration
+	overrides   *Overrides
 	subLocks    *sync.Map
 }
 

@@ -46,6 +46,9 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
+	if o := inv.sh.overrides; o != nil {
+		applyOverrides(cfg, o, a == inv.sh.root && a.cfg.OutputSchema == nil)
+	}
 	var decls []*genai.FunctionDeclaration
 	for _, t := range tools.list {
 		if ct, ok := t.(CallableTool); ok {
@@ -262,4 +265,40 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// applyOverrides lays a client's per-turn settings over a request config.
+func applyOverrides(cfg *genai.GenerateContentConfig, o *Overrides, schema bool) {
+	if schema && o.OutputSchema != nil {
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseJsonSchema = o.OutputSchema
+	} else if schema && o.JSONMode {
+		cfg.ResponseMIMEType = "application/json"
+	}
+	if g := o.Generate; g != nil {
+		if g.Temperature != nil {
+			cfg.Temperature = g.Temperature
+		}
+		if g.TopP != nil {
+			cfg.TopP = g.TopP
+		}
+		if g.MaxOutputTokens > 0 {
+			cfg.MaxOutputTokens = g.MaxOutputTokens
+		}
+		if len(g.StopSequences) > 0 {
+			cfg.StopSequences = g.StopSequences
+		}
+		if g.Seed != nil {
+			cfg.Seed = g.Seed
+		}
+		if g.PresencePenalty != nil {
+			cfg.PresencePenalty = g.PresencePenalty
+		}
+		if g.FrequencyPenalty != nil {
+			cfg.FrequencyPenalty = g.FrequencyPenalty
+		}
+	}
+	if o.ToolConfig != nil {
+		cfg.ToolConfig = o.ToolConfig
+	}
 }

@@ -92,6 +92,22 @@ type RunRequest struct {
 	ClientTools []*genai.FunctionDeclaration
 	// Params are the conversation parameters (trusted and caller-supplied).
 	Params *Params
+	// Overrides adjust the model calls of this turn's own agents (never
+	// those of agents called as tools).
+	Overrides *Overrides
+}
+
+// Overrides are per-turn adjustments a client asked for.
+type Overrides struct {
+	// OutputSchema becomes the root agent's output schema (when it has
+	// none of its own); JSONMode alone asks for JSON without a schema.
+	OutputSchema map[string]any
+	JSONMode     bool
+	// Generate overlays generation settings (temperature, max tokens, ...)
+	// on every model call; nil fields leave the agent's own.
+	Generate *genai.GenerateContentConfig
+	// ToolConfig constrains function calling (tool_choice).
+	ToolConfig *genai.ToolConfig
 }
 
 // UnknownCallError reports a function response for a call that no paused
@@ -141,7 +157,7 @@ func (r *Run) StartAgent() string {
 func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	run := &Run{usage: &usageTotal{}}
 	t := &turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &atomic.Int64{}, usage: run.usage,
-		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, out: run}
+		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run}
 	run.events = func(yield func(*sessions.Event, error) bool) {
 		sess, err := r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
 		if errors.Is(err, sessions.ErrNotFound) && r.cfg.AutoCreateSession {
@@ -172,6 +188,7 @@ type turn struct {
 	params      *Params
 	routeRoot   bool
 	clientTools []*genai.FunctionDeclaration
+	overrides   *Overrides
 	// invID is fixed for sub-conversations; empty means generate or resume.
 	invID string
 	out   *Run
@@ -199,7 +216,7 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 		}
 		sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &liveSession{sess: sess},
 			llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
-			subLocks: t.subLocks}
+			overrides: t.overrides, subLocks: t.subLocks}
 		inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
 		if userMsg != nil || len(delta) > 0 {
 			ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
@@ -273,6 +290,13 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 			return nil, "", nil, nil, fmt.Errorf("function responses answer calls of different invocations: %w", &UnknownCallError{ID: p.FunctionResponse.ID})
 		}
 		author, invID = loc.author, loc.invID
+		if loc.name != "" && loc.name != p.FunctionResponse.Name {
+			// Clients may answer under the name they were shown; the
+			// history keeps the name the model called.
+			fr := *p.FunctionResponse
+			fr.Name = loc.name
+			p = &genai.Part{FunctionResponse: &fr}
+		}
 		if loc.viaCall == "" {
 			direct.Parts = append(direct.Parts, p)
 			continue
@@ -299,6 +323,8 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 
 type callLocation struct {
 	author, invID string
+	// name is the called function's name, when the call is in this session.
+	name string
 	// viaCall is the agent-tool call (in this session) whose
 	// sub-conversation holds the call; empty when the call is here.
 	viaCall string
@@ -312,7 +338,7 @@ func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string
 		ev := sess.Events[i]
 		for _, c := range ev.FunctionCalls() {
 			if c.ID == callID {
-				return callLocation{author: ev.Author, invID: ev.InvocationID}, nil
+				return callLocation{author: ev.Author, invID: ev.InvocationID, name: c.Name}, nil
 			}
 		}
 	}

@@ -1,0 +1,522 @@
+// Package spec turns declarative agent specs (the providers, agents and
+// virtual models of config.yaml) into validated agent trees. Every problem
+// is reported with the key that holds it, e.g.
+// `agents[2].sub_agents: unknown agent "biling"`.
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/scripted"
+)
+
+// Provider is one configured model provider.
+type Provider struct {
+	Name string `yaml:"name"`
+	// Type is openai, gemini or scripted.
+	Type       string            `yaml:"type"`
+	BaseURL    string            `yaml:"base_url"`
+	APIKey     model.Secret      `yaml:"api_key"`
+	Timeout    time.Duration     `yaml:"timeout"`
+	MaxRetries *int              `yaml:"max_retries"`
+	Headers    map[string]string `yaml:"headers"`
+	// Scripted-only settings.
+	Rules      []scripted.Rule `yaml:"rules"`
+	Default    string          `yaml:"default"`
+	ChunkSize  int             `yaml:"chunk_size"`
+	ChunkDelay time.Duration   `yaml:"chunk_delay"`
+}
+
+// Agent is one configured agent.
+type Agent struct {
+	Name string `yaml:"name"`
+	// Type is llm (default), sequential, parallel or loop.
+	Type              string         `yaml:"type"`
+	Model             string         `yaml:"model"`
+	Description       string         `yaml:"description"`
+	Instruction       string         `yaml:"instruction"`
+	GlobalInstruction string         `yaml:"global_instruction"`
+	StaticInstruction string         `yaml:"static_instruction"`
+	SubAgents         []string       `yaml:"sub_agents"`
+	AgentTools        []string       `yaml:"agent_tools"`
+	Tools             []Tool         `yaml:"tools"`
+	DisableTransfer   bool           `yaml:"disable_transfer"`
+	IncludeContents   string         `yaml:"include_contents"`
+	OutputKey         string         `yaml:"output_key"`
+	OutputSchema      map[string]any `yaml:"output_schema"`
+	MaxIterations     int            `yaml:"max_iterations"`
+	Temperature       *float32       `yaml:"temperature"`
+	MaxOutputTokens   int32          `yaml:"max_output_tokens"`
+	Parameters        []Parameter    `yaml:"parameters"`
+	Endpoint          *Endpoint      `yaml:"endpoint"`
+}
+
+// Parameter declares a conversation parameter an agent uses.
+type Parameter struct {
+	Name                  string `yaml:"name"`
+	Description           string `yaml:"description"`
+	SendToModel           *bool  `yaml:"send_to_model"`
+	ForbidModelGeneration bool   `yaml:"forbid_model_generation"`
+}
+
+// Endpoint places an agent on another server.
+type Endpoint struct {
+	A2A         string        `yaml:"a2a"`
+	BearerToken model.Secret  `yaml:"bearer_token"`
+	Timeout     time.Duration `yaml:"timeout"`
+}
+
+// Tool is one entry of an agent's tools list.
+type Tool struct {
+	Builtin     string            `yaml:"builtin"`
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Parameters  map[string]any    `yaml:"parameters"`
+	Kind        string            `yaml:"kind"`
+	URL         string            `yaml:"url"`
+	Method      string            `yaml:"method"`
+	Headers     map[string]string `yaml:"headers"`
+	Timeout     time.Duration     `yaml:"timeout"`
+}
+
+// VirtualModel serves an agent tree as a model (and a native-API app).
+type VirtualModel struct {
+	ID          string `yaml:"id"`
+	Agent       string `yaml:"agent"`
+	Description string `yaml:"description"`
+	// RouteNextTurn is active (default: the agent that spoke last) or root.
+	RouteNextTurn string `yaml:"route_next_turn"`
+}
+
+// Set is everything that defines the trees.
+type Set struct {
+	Providers []Provider
+	Agents    []Agent
+	Models    []VirtualModel
+}
+
+// ProviderFactory makes the LLM for one model id of a configured provider.
+// Real providers (openai, gemini) are registered by the composition root, so
+// this package does not import their SDKs.
+type ProviderFactory func(p Provider) (func(modelID string) (model.LLM, error), error)
+
+// BuildOptions supply what building needs from outside.
+type BuildOptions struct {
+	// Factories by provider type; "scripted" is built in.
+	Factories map[string]ProviderFactory
+	// Tools makes tools of kinds this package does not know (http, ...);
+	// it returns nil, nil for kinds it does not handle either.
+	Tools func(agent string, t Tool) (agentcore.Tool, error)
+}
+
+// App is one virtual model: an agent tree and how it routes turns.
+type App struct {
+	ID          string
+	Description string
+	Root        agentcore.Agent
+	RouteToRoot bool
+	// ClientActions maps the name shown to clients
+	// ("<agent>__<action>" for agents below the root) to the action's
+	// agent and function name.
+	ClientActions map[string]ClientAction
+}
+
+// ClientAction names a client-executed tool declared on an agent.
+type ClientAction struct {
+	Agent, Name string
+}
+
+// Catalog holds the built apps by id, in config order.
+type Catalog struct {
+	Apps   []*App
+	byID   map[string]*App
+	Agents map[string]agentcore.Agent
+}
+
+// App returns the app with that id, or nil.
+func (c *Catalog) App(id string) *App { return c.byID[id] }
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	builtins  = []string{agentcore.ExitLoopToolName, agentcore.GetUserChoiceToolName, agentcore.LoadMemoryToolName, agentcore.PreloadMemoryToolName, agentcore.LoadArtifactsToolName}
+	toolKinds = []string{"client", "http"}
+)
+
+// Build validates the set and builds every app. All problems are returned
+// together, one error per problem.
+func Build(set Set, opts BuildOptions) (*Catalog, error) {
+	b := &builder{set: set, opts: opts, agents: map[string]agentcore.Agent{}, specIdx: map[string]int{}, llms: map[string]model.LLM{}}
+	b.providers()
+	b.indexAgents()
+	if len(b.errs) == 0 {
+		b.checkCycles()
+	}
+	if len(b.errs) == 0 {
+		for i := range set.Agents {
+			b.build(set.Agents[i].Name)
+		}
+	}
+	cat := &Catalog{byID: map[string]*App{}, Agents: b.agents}
+	seen := map[string]bool{}
+	for i, m := range set.Models {
+		key := fmt.Sprintf("models[%d]", i)
+		if m.ID == "" {
+			b.errf("%s.id: required", key)
+			continue
+		}
+		if seen[m.ID] {
+			b.errf("%s.id: duplicate model id %q", key, m.ID)
+			continue
+		}
+		seen[m.ID] = true
+		if _, ok := b.specIdx[m.Agent]; !ok {
+			b.errf("%s.agent: unknown agent %q", key, m.Agent)
+			continue
+		}
+		switch m.RouteNextTurn {
+		case "", "active", "root":
+		default:
+			b.errf("%s.route_next_turn: must be active or root, not %q", key, m.RouteNextTurn)
+		}
+		root := b.agents[m.Agent]
+		if root == nil {
+			continue // its own errors were reported
+		}
+		if err := agentcore.ValidateTree(root); err != nil {
+			b.errf("%s.agent: %v", key, err)
+			continue
+		}
+		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
+			ClientActions: b.clientActions(m.Agent)}
+		if app.Description == "" {
+			app.Description = root.Description()
+		}
+		cat.Apps = append(cat.Apps, app)
+		cat.byID[m.ID] = app
+	}
+	if len(set.Models) == 0 {
+		b.errf("models: at least one virtual model is required")
+	}
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	return cat, nil
+}
+
+type builder struct {
+	set       Set
+	opts      BuildOptions
+	errs      []error
+	factories map[string]func(string) (model.LLM, error)
+	agents    map[string]agentcore.Agent
+	specIdx   map[string]int
+	llms      map[string]model.LLM
+	building  map[string]bool
+}
+
+func (b *builder) errf(format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf(format, args...))
+}
+
+func (b *builder) providers() {
+	b.factories = map[string]func(string) (model.LLM, error){}
+	for i, p := range b.set.Providers {
+		key := fmt.Sprintf("providers[%d]", i)
+		if !nameRE.MatchString(p.Name) {
+			b.errf("%s.name: must match [a-z0-9_-]+, got %q", key, p.Name)
+			continue
+		}
+		if _, dup := b.factories[p.Name]; dup {
+			b.errf("%s.name: duplicate provider %q", key, p.Name)
+			continue
+		}
+		if p.Type == "scripted" {
+			cfg := scripted.Config{Rules: p.Rules, Default: p.Default, ChunkSize: p.ChunkSize, ChunkDelay: p.ChunkDelay}
+			if _, err := scripted.New("check", cfg); err != nil {
+				b.errf("%s.%v", key, err)
+				continue
+			}
+			b.factories[p.Name] = func(id string) (model.LLM, error) { return scripted.New(id, cfg) }
+			continue
+		}
+		if len(p.Rules) > 0 || p.Default != "" {
+			b.errf("%s.rules: only scripted providers take rules", key)
+		}
+		f, ok := b.opts.Factories[p.Type]
+		if !ok {
+			b.errf("%s.type: unknown provider type %q (want openai, gemini or scripted)", key, p.Type)
+			continue
+		}
+		mk, err := f(p)
+		if err != nil {
+			b.errf("%s: %v", key, err)
+			continue
+		}
+		b.factories[p.Name] = mk
+	}
+}
+
+func (b *builder) indexAgents() {
+	for i, a := range b.set.Agents {
+		key := fmt.Sprintf("agents[%d]", i)
+		if !nameRE.MatchString(a.Name) {
+			b.errf("%s.name: must match [a-z0-9_-]+, got %q", key, a.Name)
+			continue
+		}
+		if _, dup := b.specIdx[a.Name]; dup {
+			b.errf("%s.name: duplicate agent %q", key, a.Name)
+			continue
+		}
+		b.specIdx[a.Name] = i
+	}
+	for i, a := range b.set.Agents {
+		key := fmt.Sprintf("agents[%d]", i)
+		for _, s := range a.SubAgents {
+			if _, ok := b.specIdx[s]; !ok {
+				b.errf("%s.sub_agents: unknown agent %q", key, s)
+			}
+		}
+		for _, s := range a.AgentTools {
+			if _, ok := b.specIdx[s]; !ok {
+				b.errf("%s.agent_tools: unknown agent %q", key, s)
+			}
+		}
+	}
+}
+
+// checkCycles rejects specs whose sub_agents or agent_tools lead back to an
+// agent on the path.
+func (b *builder) checkCycles() {
+	state := map[string]int{} // 0 new, 1 on path, 2 done
+	var path []string
+	var visit func(name string) bool
+	visit = func(name string) bool {
+		switch state[name] {
+		case 1:
+			i := slices.Index(path, name)
+			b.errf("agents[%d]: cycle: %s", b.specIdx[name], strings.Join(append(path[i:], name), " -> "))
+			return false
+		case 2:
+			return true
+		}
+		state[name] = 1
+		path = append(path, name)
+		a := b.set.Agents[b.specIdx[name]]
+		for _, next := range slices.Concat(a.SubAgents, a.AgentTools) {
+			if !visit(next) {
+				return false
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = 2
+		return true
+	}
+	for _, a := range b.set.Agents {
+		if !visit(a.Name) {
+			return
+		}
+	}
+}
+
+func (b *builder) llm(key, ref string) model.LLM {
+	if m, ok := b.llms[ref]; ok {
+		return m
+	}
+	prov, id, ok := strings.Cut(ref, "/")
+	if !ok || prov == "" || id == "" {
+		b.errf("%s.model: want <provider>/<model>, got %q", key, ref)
+		return nil
+	}
+	mk, ok := b.factories[prov]
+	if !ok {
+		b.errf("%s.model: unknown provider %q", key, prov)
+		return nil
+	}
+	m, err := mk(id)
+	if err != nil {
+		b.errf("%s.model: %v", key, err)
+		return nil
+	}
+	b.llms[ref] = m
+	return m
+}
+
+// build constructs the agent named name (and what it references) once.
+func (b *builder) build(name string) agentcore.Agent {
+	if a, ok := b.agents[name]; ok {
+		return a
+	}
+	i := b.specIdx[name]
+	s := b.set.Agents[i]
+	key := fmt.Sprintf("agents[%d]", i)
+	var subs []agentcore.Agent
+	okSubs := true
+	for _, n := range s.SubAgents {
+		sa := b.build(n)
+		if sa == nil {
+			okSubs = false
+			continue
+		}
+		subs = append(subs, sa)
+	}
+	var built agentcore.Agent
+	var err error
+	switch s.Type {
+	case "sequential", "parallel", "loop":
+		if s.Model != "" || s.Instruction != "" || len(s.Tools) > 0 || len(s.AgentTools) > 0 {
+			b.errf("%s: a %s agent takes only sub_agents (and max_iterations for loop)", key, s.Type)
+		}
+		if !okSubs {
+			return nil
+		}
+		cfg := agentcore.WorkflowConfig{Name: s.Name, Description: s.Description, SubAgents: subs, MaxIterations: s.MaxIterations}
+		switch s.Type {
+		case "sequential":
+			built, err = agentcore.NewSequentialAgent(cfg)
+		case "parallel":
+			built, err = agentcore.NewParallelAgent(cfg)
+		default:
+			built, err = agentcore.NewLoopAgent(cfg)
+		}
+	case "", "llm":
+		if s.Endpoint != nil {
+			b.errf("%s.endpoint: remote (A2A) agents are not supported yet", key)
+			return nil
+		}
+		if s.Model == "" {
+			b.errf("%s.model: required for an llm agent", key)
+			return nil
+		}
+		llm := b.llm(key, s.Model)
+		tools := b.tools(key, s)
+		for _, n := range s.AgentTools {
+			ta := b.build(n)
+			if ta == nil {
+				okSubs = false
+				continue
+			}
+			at, err := agentcore.NewAgentTool(ta, agentcore.AgentToolConfig{})
+			if err != nil {
+				b.errf("%s.agent_tools: %v", key, err)
+				continue
+			}
+			tools = append(tools, at)
+		}
+		if llm == nil || !okSubs {
+			return nil
+		}
+		var gen *genai.GenerateContentConfig
+		if s.Temperature != nil || s.MaxOutputTokens > 0 {
+			gen = &genai.GenerateContentConfig{Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens}
+		}
+		built, err = agentcore.NewLlmAgent(agentcore.LlmConfig{
+			Name: s.Name, Description: s.Description, Model: llm, Instruction: s.Instruction,
+			GlobalInstruction: s.GlobalInstruction, StaticInstruction: s.StaticInstruction,
+			Tools: tools, SubAgents: subs, DisableTransfer: s.DisableTransfer, MaxIterations: s.MaxIterations,
+			OutputKey: s.OutputKey, OutputSchema: s.OutputSchema, IncludeContents: agentcore.IncludeContents(s.IncludeContents),
+			GenerateConfig: gen,
+		})
+	default:
+		b.errf("%s.type: must be llm, sequential, parallel or loop, not %q", key, s.Type)
+		return nil
+	}
+	if err != nil {
+		b.errf("%s: %v", key, err)
+		return nil
+	}
+	b.agents[name] = built
+	return built
+}
+
+func (b *builder) tools(key string, s Agent) []agentcore.Tool {
+	var out []agentcore.Tool
+	for j, t := range s.Tools {
+		tkey := fmt.Sprintf("%s.tools[%d]", key, j)
+		if t.Builtin != "" {
+			if t.Name != "" || t.Kind != "" {
+				b.errf("%s: a builtin entry takes no name or kind", tkey)
+				continue
+			}
+			switch t.Builtin {
+			case agentcore.ExitLoopToolName:
+				out = append(out, agentcore.ExitLoop())
+			case agentcore.GetUserChoiceToolName:
+				out = append(out, agentcore.GetUserChoice())
+			case agentcore.LoadMemoryToolName:
+				out = append(out, agentcore.LoadMemory())
+			case agentcore.PreloadMemoryToolName:
+				out = append(out, agentcore.PreloadMemory(0))
+			case agentcore.LoadArtifactsToolName:
+				out = append(out, agentcore.LoadArtifacts())
+			default:
+				b.errf("%s.builtin: unknown builtin %q (want one of %s)", tkey, t.Builtin, strings.Join(builtins, ", "))
+			}
+			continue
+		}
+		if t.Name == "" {
+			b.errf("%s.name: required", tkey)
+			continue
+		}
+		params := t.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		switch t.Kind {
+		case "client":
+			out = append(out, &agentcore.ClientTool{Decl: &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: params}})
+		default:
+			if b.opts.Tools != nil {
+				tl, err := b.opts.Tools(s.Name, t)
+				if err != nil {
+					b.errf("%s: %v", tkey, err)
+					continue
+				}
+				if tl != nil {
+					out = append(out, tl)
+					continue
+				}
+			}
+			b.errf("%s.kind: must be one of %s, not %q", tkey, strings.Join(toolKinds, ", "), t.Kind)
+		}
+	}
+	return out
+}
+
+// clientActions maps the client-visible names of the client actions
+// declared in the tree under root: the root's keep their name, others are
+// prefixed "<agent>__".
+func (b *builder) clientActions(root string) map[string]ClientAction {
+	out := map[string]ClientAction{}
+	seen := map[string]bool{}
+	var walk func(name string)
+	walk = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		s := b.set.Agents[b.specIdx[name]]
+		for _, t := range s.Tools {
+			if t.Kind == "client" && t.Name != "" {
+				shown := t.Name
+				if name != root {
+					shown = name + "__" + t.Name
+				}
+				out[shown] = ClientAction{Agent: name, Name: t.Name}
+			}
+		}
+		for _, n := range slices.Concat(s.SubAgents, s.AgentTools) {
+			walk(n)
+		}
+	}
+	walk(root)
+	return out
+}

@@ -1,0 +1,288 @@
+// Package config reads agentgate's config.yaml: strict decoding (unknown keys
+// are errors), ${VAR} expansion in every string value, defaults, and
+// validation that names the key at fault. It never reads the environment
+// itself: the caller passes a lookup function.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/spec"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Server    Server              `yaml:"server"`
+	Sessions  Sessions            `yaml:"sessions"`
+	Auth      Auth                `yaml:"auth"`
+	Log       Log                 `yaml:"log"`
+	Providers []spec.Provider     `yaml:"providers"`
+	Agents    []spec.Agent        `yaml:"agents"`
+	Models    []spec.VirtualModel `yaml:"models"`
+}
+
+// Server configures the HTTP server.
+type Server struct {
+	Addr string `yaml:"addr"`
+	// PublicURL is how clients reach the gateway (absolute URLs).
+	PublicURL   string   `yaml:"public_url"`
+	CORSOrigins []string `yaml:"cors_origins"`
+	// ShutdownGrace bounds how long running requests may finish on SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	MaxBodyBytes  int64         `yaml:"max_body_bytes"`
+	// KeepaliveInterval spaces SSE keepalive comments during silence.
+	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+}
+
+// Sessions configures the session store.
+type Sessions struct {
+	// Backend is memory or redis.
+	Backend   string        `yaml:"backend"`
+	RedisURL  string        `yaml:"redis_url"`
+	KeyPrefix string        `yaml:"key_prefix"`
+	TTL       time.Duration `yaml:"ttl"`
+	// LockTTL is the lease of a session's run lock (redis).
+	LockTTL time.Duration `yaml:"lock_ttl"`
+	// BusyWait is how long a request waits for a busy session before 409.
+	BusyWait time.Duration `yaml:"busy_wait"`
+}
+
+// Auth configures authentication.
+type Auth struct {
+	// Mode is none or jwt.
+	Mode string `yaml:"mode"`
+	JWT  JWT    `yaml:"jwt"`
+	// PublicPaths need no token (default /healthz, /readyz, /metrics).
+	PublicPaths []string `yaml:"public_paths"`
+}
+
+// JWT configures token verification.
+type JWT struct {
+	Issuer         string           `yaml:"issuer"`
+	Audience       string           `yaml:"audience"`
+	HS256Secret    model.Secret     `yaml:"hs256_secret"`
+	PublicKeyFiles []string         `yaml:"public_key_files"`
+	JWKSFile       string           `yaml:"jwks_file"`
+	Leeway         time.Duration    `yaml:"leeway"`
+	UserClaim      string           `yaml:"user_claim"`
+	ModelsClaim    string           `yaml:"models_claim"`
+	Parameters     []ClaimParameter `yaml:"parameters"`
+}
+
+// ClaimParameter maps a token claim to a trusted conversation parameter.
+type ClaimParameter struct {
+	Claim       string `yaml:"claim"`
+	Name        string `yaml:"name"`
+	SendToModel *bool  `yaml:"send_to_model"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is json or text.
+	Format string `yaml:"format"`
+}
+
+// Defaults.
+const (
+	DefaultAddr              = ":8080"
+	DefaultShutdownGrace     = 30 * time.Second
+	DefaultMaxBodyBytes      = 4 << 20
+	DefaultKeepaliveInterval = 15 * time.Second
+	DefaultRedisURL          = "redis://127.0.0.1:6379/0"
+	DefaultKeyPrefix         = "agentgate:"
+	DefaultTTL               = 168 * time.Hour
+)
+
+// Load reads and validates a config file. lookup resolves ${VAR}
+// references (os.LookupEnv in production).
+func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, lookup)
+}
+
+// Parse decodes, expands, defaults and validates config data. Every problem
+// found is returned, joined, one per line.
+func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	expandNode(&root, lookup)
+	var expanded bytes.Buffer
+	enc := yaml.NewEncoder(&expanded)
+	if err := enc.Encode(&root); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(&expanded)
+	dec.KnownFields(true)
+	cfg := &Config{}
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// Expand replaces ${VAR} and ${VAR:-default} in s.
+func Expand(s string, lookup func(string) (string, bool)) string {
+	return varRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := varRE.FindStringSubmatch(m)
+		if v, ok := lookup(sub[1]); ok && v != "" {
+			return v
+		}
+		return sub[3]
+	})
+}
+
+// expandNode expands variables in every scalar string value (never keys).
+func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			expandNode(c, lookup)
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			expandNode(n.Content[i], lookup)
+		}
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "${") {
+			n.Value = Expand(n.Value, lookup)
+			if n.Tag == "!!str" || n.Style != 0 {
+				n.Style = yaml.DoubleQuotedStyle
+				n.Tag = "!!str"
+			} else {
+				n.Tag = ""
+			}
+		}
+	}
+}
+
+func (c *Config) applyDefaults() {
+	if c.Server.Addr == "" {
+		c.Server.Addr = DefaultAddr
+	}
+	if c.Server.ShutdownGrace == 0 {
+		c.Server.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.Server.MaxBodyBytes == 0 {
+		c.Server.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Server.KeepaliveInterval == 0 {
+		c.Server.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if c.Sessions.Backend == "" {
+		c.Sessions.Backend = "memory"
+	}
+	if c.Sessions.RedisURL == "" {
+		c.Sessions.RedisURL = DefaultRedisURL
+	}
+	if c.Sessions.KeyPrefix == "" {
+		c.Sessions.KeyPrefix = DefaultKeyPrefix
+	}
+	if c.Auth.Mode == "" {
+		c.Auth.Mode = "none"
+	}
+	if c.Auth.PublicPaths == nil {
+		c.Auth.PublicPaths = []string{"/healthz", "/readyz", "/metrics"}
+	}
+	if c.Auth.JWT.Leeway == 0 {
+		c.Auth.JWT.Leeway = 30 * time.Second
+	}
+	if c.Auth.JWT.UserClaim == "" {
+		c.Auth.JWT.UserClaim = "sub"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+}
+
+// Validate checks the server, sessions, auth and log sections; the agent
+// trees are checked when they are built (spec.Build).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Server.MaxBodyBytes < 0 {
+		bad("server.max_body_bytes", "must be positive")
+	}
+	if c.Server.ShutdownGrace < 0 {
+		bad("server.shutdown_grace", "must not be negative")
+	}
+	if c.Server.KeepaliveInterval < 0 {
+		bad("server.keepalive_interval", "must not be negative")
+	}
+	if c.Server.PublicURL != "" {
+		if u, err := url.Parse(c.Server.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("server.public_url", "must be an absolute http(s) URL, got %q", c.Server.PublicURL)
+		}
+	}
+	switch c.Sessions.Backend {
+	case "memory", "redis":
+	default:
+		bad("sessions.backend", "must be memory or redis, not %q", c.Sessions.Backend)
+	}
+	if c.Sessions.TTL < 0 {
+		bad("sessions.ttl", "must not be negative")
+	}
+	if c.Sessions.BusyWait < 0 {
+		bad("sessions.busy_wait", "must not be negative")
+	}
+	if strings.ContainsAny(c.Sessions.KeyPrefix, "{}") {
+		bad("sessions.key_prefix", "must not contain { or }")
+	}
+	switch c.Auth.Mode {
+	case "none":
+	case "jwt":
+		j := c.Auth.JWT
+		if j.HS256Secret == "" && len(j.PublicKeyFiles) == 0 && j.JWKSFile == "" {
+			bad("auth.jwt", "mode jwt needs hs256_secret, public_key_files or jwks_file")
+		}
+	default:
+		bad("auth.mode", "must be none or jwt, not %q", c.Auth.Mode)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		bad("log.format", "must be json or text, not %q", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+// Spec returns the declarative agent set of the file.
+func (c *Config) Spec() spec.Set {
+	return spec.Set{Providers: c.Providers, Agents: c.Agents, Models: c.Models}
+}
