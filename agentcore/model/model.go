@@ -7,7 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/genai"
@@ -78,7 +83,9 @@ type Error struct {
 	// Status is the upstream HTTP status, 0 for network failures.
 	Status int
 	// Code is a short machine-readable reason ("rate_limited", "timeout",
-	// "upstream_error", "stream_cut", "network").
+	// "upstream_error", "stream_cut", "network"; for other upstream statuses
+	// "bad_request", "unauthorized", "forbidden", "not_found", "conflict";
+	// see HTTPError).
 	Code string
 	// Message is safe to show: it never carries keys or auth headers.
 	Message string
@@ -127,4 +134,94 @@ func AddUsage(a, b *genai.GenerateContentResponseUsageMetadata) *genai.GenerateC
 		out.TotalTokenCount += u.TotalTokenCount
 	}
 	return &out
+}
+
+// Secret is a credential taken from config, such as a provider's API key.
+// However it is printed, logged or marshalled it shows as "[redacted]";
+// Reveal returns the value for the one place that sends it upstream.
+type Secret string
+
+const redacted = "[redacted]"
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns "[redacted]" (or "" for an empty secret).
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// Format prints String for every verb, %#v and %x included.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+
+// LogValue keeps the secret out of slog output.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText keeps the secret out of JSON, YAML and text encodings.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Redact replaces every occurrence of the secret in text.
+func (s Secret) Redact(text string) string {
+	if s == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, string(s), redacted)
+}
+
+// HTTPError returns the Error for an upstream answer with a non-2xx status:
+// Status, a Code and Retryable derived from it (429, 408, 409 and 5xx other
+// than 501 are worth retrying; an "x-should-retry" header overrides that),
+// and RetryAfter from "Retry-After-Ms" or "Retry-After" (seconds or an HTTP
+// date). header may be nil. The caller fills in Provider, Model, Message and
+// Err.
+func HTTPError(status int, header http.Header) *Error {
+	e := &Error{Status: status, Code: "bad_request"}
+	switch {
+	case status == http.StatusUnauthorized:
+		e.Code = "unauthorized"
+	case status == http.StatusForbidden:
+		e.Code = "forbidden"
+	case status == http.StatusNotFound:
+		e.Code = "not_found"
+	case status == http.StatusRequestTimeout:
+		e.Code, e.Retryable = "timeout", true
+	case status == http.StatusConflict:
+		e.Code, e.Retryable = "conflict", true
+	case status == http.StatusTooManyRequests:
+		e.Code, e.Retryable = "rate_limited", true
+	case status >= 500:
+		e.Code, e.Retryable = "upstream_error", status != http.StatusNotImplemented
+	}
+	switch header.Get("X-Should-Retry") {
+	case "true":
+		e.Retryable = true
+	case "false":
+		e.Retryable = false
+	}
+	e.RetryAfter = retryAfter(header, time.Now())
+	return e
+}
+
+// retryAfter reads the delay an upstream asked for; 0 when it gave none.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

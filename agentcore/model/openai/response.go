@@ -1,0 +1,275 @@
+package openai
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+)
+
+// reasoningFields are the delta/message extensions OpenAI-compatible servers
+// (vLLM, DeepSeek, Ollama, ...) use for reasoning text; it becomes thought
+// parts.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// streamState assembles one streamed turn: text goes out as partial
+// responses and into the aggregator; tool-call fragments are assembled by
+// index; finish reason and usage are kept for the final response.
+type streamState struct {
+	agg     model.Aggregator
+	calls   toolCalls
+	finish  string
+	usage   *genai.GenerateContentResponseUsageMetadata
+	version string
+	// produced reports whether anything came from upstream yet.
+	produced bool
+}
+
+// add folds one chunk in and returns the partial response to yield, if the
+// chunk carried text.
+func (s *streamState) add(c *oai.ChatCompletionChunk) *model.Response {
+	s.produced = true
+	if c.Model != "" {
+		s.version = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		s.usage = usage(c.Usage)
+	}
+	var parts []*genai.Part
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // we ask for one choice
+		}
+		if t := extraString(ch.Delta.JSON.ExtraFields); t != "" {
+			parts = append(parts, &genai.Part{Text: t, Thought: true})
+		}
+		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
+			parts = append(parts, &genai.Part{Text: t})
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			s.calls.add(tc)
+		}
+		if ch.FinishReason != "" {
+			s.finish = ch.FinishReason
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	r := &model.Response{
+		Content:      &genai.Content{Role: genai.RoleModel, Parts: parts},
+		Partial:      true,
+		ModelVersion: s.version,
+	}
+	s.agg.Add(r)
+	return r
+}
+
+// final returns the one aggregated response of the turn.
+func (s *streamState) final() *model.Response {
+	calls, bad := s.calls.parts()
+	s.agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: calls}, ModelVersion: s.version})
+	r := s.agg.Final(finishReason(s.finish), s.usage)
+	markProblems(r, s.finish, bad)
+	return r
+}
+
+// completionResponse maps a non-streamed completion.
+func completionResponse(c *oai.ChatCompletion) (*model.Response, error) {
+	if len(c.Choices) == 0 {
+		return nil, fmt.Errorf("the completion has no choices")
+	}
+	ch := c.Choices[0]
+	var parts []*genai.Part
+	if t := extraString(ch.Message.JSON.ExtraFields); t != "" {
+		parts = append(parts, &genai.Part{Text: t, Thought: true})
+	}
+	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
+		parts = append(parts, &genai.Part{Text: t})
+	}
+	var calls toolCalls
+	for _, tc := range ch.Message.ToolCalls {
+		calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+	}
+	fcs, bad := calls.parts()
+	parts = append(parts, fcs...)
+
+	var agg model.Aggregator
+	agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}, ModelVersion: c.Model})
+	finish := ch.FinishReason
+	if finish == "" {
+		finish = "stop" // some servers leave it out of complete answers
+	}
+	var u *genai.GenerateContentResponseUsageMetadata
+	if c.JSON.Usage.Valid() {
+		u = usage(c.Usage)
+	}
+	r := agg.Final(finishReason(finish), u)
+	markProblems(r, finish, bad)
+	return r, nil
+}
+
+// finishReason maps chat-completions finish reasons to Gemini's.
+func finishReason(s string) genai.FinishReason {
+	switch s {
+	case "stop", "tool_calls", "function_call":
+		return genai.FinishReasonStop
+	case "length":
+		return genai.FinishReasonMaxTokens
+	case "content_filter":
+		return genai.FinishReasonSafety
+	case "":
+		return genai.FinishReasonUnspecified
+	}
+	return genai.FinishReasonOther
+}
+
+// markProblems sets ErrorCode/ErrorMessage for a turn the model could not
+// finish normally: filtered content or tool calls with broken arguments.
+func markProblems(r *model.Response, finish string, badCalls []string) {
+	switch {
+	case len(badCalls) > 0:
+		r.FinishReason = genai.FinishReasonMalformedFunctionCall
+		r.ErrorCode = string(genai.FinishReasonMalformedFunctionCall)
+		r.ErrorMessage = "the arguments of " + strings.Join(badCalls, ", ") + " are not a JSON object"
+	case finish == "content_filter":
+		r.ErrorCode = string(genai.FinishReasonSafety)
+		r.ErrorMessage = "the upstream content filter stopped the answer"
+	}
+}
+
+// usage maps token counts. CandidatesTokenCount is completion_tokens as
+// reported, reasoning tokens included; ThoughtsTokenCount repeats the
+// reasoning share.
+func usage(u oai.CompletionUsage) *genai.GenerateContentResponseUsageMetadata {
+	return &genai.GenerateContentResponseUsageMetadata{
+		PromptTokenCount:        int32(u.PromptTokens),
+		CandidatesTokenCount:    int32(u.CompletionTokens),
+		CachedContentTokenCount: int32(u.PromptTokensDetails.CachedTokens),
+		ThoughtsTokenCount:      int32(u.CompletionTokensDetails.ReasoningTokens),
+		TotalTokenCount:         int32(u.TotalTokens),
+	}
+}
+
+// extraString returns the first reasoning extension field that holds a
+// non-empty JSON string.
+func extraString(extra map[string]respjson.Field) string {
+	for _, k := range reasoningFields {
+		f, ok := extra[k]
+		if !ok {
+			continue
+		}
+		// Extension fields are never "valid" to openai-go (nothing decodes
+		// them); their raw JSON is still there.
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// toolCalls assembles tool calls from fragments.
+type toolCalls struct {
+	list    []*toolCall
+	byIndex map[int64]*toolCall
+}
+
+type toolCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// add folds one streamed fragment in. Fragments belong to the call with the
+// same index; a fragment that arrives without an index continues the last
+// call. Servers that reuse an index for a new call (a new id, or a new name
+// after complete arguments) start a new call.
+func (t *toolCalls) add(d oai.ChatCompletionChunkChoiceDeltaToolCall) {
+	var c *toolCall
+	if d.JSON.Index.Valid() {
+		c = t.byIndex[d.Index]
+	} else if n := len(t.list); n > 0 {
+		c = t.list[n-1]
+	}
+	if c != nil && startsNewCall(c, d.ID, d.Function.Name) {
+		c = nil
+	}
+	if c == nil {
+		c = &toolCall{}
+		t.list = append(t.list, c)
+	}
+	if d.JSON.Index.Valid() {
+		if t.byIndex == nil {
+			t.byIndex = map[int64]*toolCall{}
+		}
+		t.byIndex[d.Index] = c
+	}
+	if d.ID != "" {
+		c.id = d.ID
+	}
+	if d.Function.Name != "" {
+		c.name = d.Function.Name
+	}
+	c.args.WriteString(d.Function.Arguments)
+}
+
+func startsNewCall(c *toolCall, id, name string) bool {
+	if id != "" && c.id != "" && id != c.id {
+		return true
+	}
+	return name != "" && c.name != "" && c.args.Len() > 0 && json.Valid([]byte(c.args.String()))
+}
+
+// put records one complete call.
+func (t *toolCalls) put(id, name, args string) {
+	c := &toolCall{id: id, name: name}
+	c.args.WriteString(args)
+	t.list = append(t.list, c)
+}
+
+// parts returns the assembled calls as function-call parts, upstream ids
+// kept and missing ones generated, and the names of calls whose arguments
+// are not a JSON object (those are left out).
+func (t *toolCalls) parts() (parts []*genai.Part, bad []string) {
+	for _, c := range t.list {
+		args := map[string]any{}
+		if raw := strings.TrimSpace(c.args.String()); raw != "" {
+			if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
+				bad = append(bad, c.name)
+				continue
+			}
+		}
+		id := c.id
+		if id == "" {
+			id = newCallID()
+		}
+		parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: c.name, Args: args}})
+	}
+	return parts, bad
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newCallID returns "call_" and 32 random characters of [A-Za-z0-9].
+func newCallID() string {
+	const n = 32
+	out := make([]byte, 0, len("call_")+n)
+	out = append(out, "call_"...)
+	buf := make([]byte, 64)
+	for len(out) < cap(out) {
+		_, _ = rand.Read(buf)
+		for _, b := range buf {
+			// 248 = 4*62: rejecting larger bytes keeps the draw uniform.
+			if b < 248 && len(out) < cap(out) {
+				out = append(out, idAlphabet[int(b)%len(idAlphabet)])
+			}
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,327 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+)
+
+const usageChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-0125","choices":[],
+ "usage":{"prompt_tokens":11,"completion_tokens":5,"total_tokens":16,
+  "prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`
+
+var generatedID = regexp.MustCompile(`^call_[A-Za-z0-9]{32}$`)
+
+// turn summarises a call's output for comparison.
+type turn struct {
+	Partials  []string // text deltas; thoughts prefixed "thought:"
+	Text      string
+	Thought   string
+	Calls     []call0
+	Finish    genai.FinishReason
+	Usage     *genai.GenerateContentResponseUsageMetadata
+	ErrorCode string
+	Version   string
+}
+
+// call0 is a function call; ID "generated" stands for a fresh call_ id.
+type call0 struct {
+	ID, Name string
+	Args     map[string]any
+}
+
+func summarize(t *testing.T, res result) turn {
+	t.Helper()
+	var s turn
+	for _, p := range res.partials {
+		for _, part := range p.Content.Parts {
+			if part.Thought {
+				s.Partials = append(s.Partials, "thought:"+part.Text)
+			} else {
+				s.Partials = append(s.Partials, part.Text)
+			}
+		}
+	}
+	f := res.final
+	if !f.TurnComplete || f.Partial {
+		t.Errorf("final response: TurnComplete=%v Partial=%v", f.TurnComplete, f.Partial)
+	}
+	s.Text = text(f)
+	if f.Content != nil {
+		for _, p := range f.Content.Parts {
+			if p.Thought {
+				s.Thought += p.Text
+			}
+		}
+	}
+	for _, c := range calls(f) {
+		id := c.ID
+		if generatedID.MatchString(id) {
+			id = "generated"
+		}
+		s.Calls = append(s.Calls, call0{ID: id, Name: c.Name, Args: c.Args})
+	}
+	s.Finish, s.Usage, s.ErrorCode, s.Version = f.FinishReason, f.UsageMetadata, f.ErrorCode, f.ModelVersion
+	return s
+}
+
+func TestStream(t *testing.T) {
+	wantUsage := &genai.GenerateContentResponseUsageMetadata{
+		PromptTokenCount: 11, CandidatesTokenCount: 5, CachedContentTokenCount: 4, ThoughtsTokenCount: 2, TotalTokenCount: 16,
+	}
+	const v = "gpt-test-0125"
+	for _, tc := range []struct {
+		name   string
+		chunks []string
+		want   turn
+	}{
+		{
+			name: "text split mid-word, then the usage chunk",
+			chunks: []string{
+				chunk(`{"role":"assistant","content":""}`, ""),
+				chunk(`{"content":"Hel"}`, ""),
+				chunk(`{"content":"lo wor"}`, ""),
+				chunk(`{"content":"ld!"}`, ""),
+				chunk(`{}`, "stop"),
+				usageChunk,
+			},
+			want: turn{Partials: []string{"Hel", "lo wor", "ld!"}, Text: "Hello world!", Finish: genai.FinishReasonStop, Usage: wantUsage, Version: v},
+		},
+		{
+			name: "tool arguments split across chunks",
+			chunks: []string{
+				chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_abc","type":"function","function":{"name":"lookup_invoice","arguments":""}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"invo"}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"ice_id\":\"IN"}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"V-7\"}"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+				usageChunk,
+			},
+			want: turn{
+				Calls:  []call0{{ID: "call_abc", Name: "lookup_invoice", Args: map[string]any{"invoice_id": "INV-7"}}},
+				Finish: genai.FinishReasonStop, Usage: wantUsage, Version: v,
+			},
+		},
+		{
+			name: "text, then two parallel tool calls interleaved by index",
+			chunks: []string{
+				chunk(`{"role":"assistant","content":"Checking both."}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"name":"transfer_to_agent","arguments":""}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"name":"lookup_invoice","arguments":"{\"invoice_id\":"}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"agent_name\":\"billing\"}"}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"\"INV-7\"}"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+				usageChunk,
+			},
+			want: turn{
+				Partials: []string{"Checking both."},
+				Text:     "Checking both.",
+				Calls: []call0{
+					{ID: "call_A", Name: "transfer_to_agent", Args: map[string]any{"agent_name": "billing"}},
+					{ID: "call_B", Name: "lookup_invoice", Args: map[string]any{"invoice_id": "INV-7"}},
+				},
+				Finish: genai.FinishReasonStop, Usage: wantUsage, Version: v,
+			},
+		},
+		{
+			name: "a call without an id gets call_ and 32 characters",
+			chunks: []string{
+				chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"exit_loop","arguments":"{}"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+			},
+			want: turn{Calls: []call0{{ID: "generated", Name: "exit_loop", Args: map[string]any{}}}, Finish: genai.FinishReasonStop, Version: v},
+		},
+		{
+			name: "every call at index 0 (Ollama), told apart by id",
+			chunks: []string{
+				chunk(`{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"n\":1}"}}]}`, ""),
+				chunk(`{"tool_calls":[{"index":0,"id":"c2","function":{"name":"f","arguments":"{\"n\":2}"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+			},
+			want: turn{
+				Calls:  []call0{{ID: "c1", Name: "f", Args: map[string]any{"n": 1.0}}, {ID: "c2", Name: "f", Args: map[string]any{"n": 2.0}}},
+				Finish: genai.FinishReasonStop, Version: v,
+			},
+		},
+		{
+			name: "fragments without index continue the last call",
+			chunks: []string{
+				chunk(`{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"n\""}}]}`, ""),
+				chunk(`{"tool_calls":[{"function":{"arguments":":1}"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+			},
+			want: turn{Calls: []call0{{ID: "c1", Name: "f", Args: map[string]any{"n": 1.0}}}, Finish: genai.FinishReasonStop, Version: v},
+		},
+		{
+			name: "reasoning_content becomes thought parts",
+			chunks: []string{
+				chunk(`{"reasoning_content":"The user "}`, ""),
+				chunk(`{"reasoning_content":"greets."}`, ""),
+				chunk(`{"content":"Hi!"}`, "stop"),
+			},
+			want: turn{
+				Partials: []string{"thought:The user ", "thought:greets.", "Hi!"},
+				Text:     "Hi!", Thought: "The user greets.", Finish: genai.FinishReasonStop, Version: v,
+			},
+		},
+		{
+			name:   "length",
+			chunks: []string{chunk(`{"content":"Once upon"}`, "length")},
+			want:   turn{Partials: []string{"Once upon"}, Text: "Once upon", Finish: genai.FinishReasonMaxTokens, Version: v},
+		},
+		{
+			name:   "content_filter",
+			chunks: []string{chunk(`{"content":"Sure, here"}`, "content_filter")},
+			want: turn{
+				Partials: []string{"Sure, here"}, Text: "Sure, here", Finish: genai.FinishReasonSafety,
+				ErrorCode: "SAFETY", Version: v,
+			},
+		},
+		{
+			name: "arguments that are not a JSON object",
+			chunks: []string{
+				chunk(`{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"n\":"}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+			},
+			want: turn{Finish: genai.FinishReasonMalformedFunctionCall, ErrorCode: "MALFORMED_FUNCTION_CALL", Version: v},
+		},
+		{
+			name: "finish and usage but no [DONE]",
+			chunks: []string{
+				chunk(`{"content":"ok"}`, "stop"),
+				usageChunk,
+				"",
+			},
+			want: turn{Partials: []string{"ok"}, Text: "ok", Finish: genai.FinishReasonStop, Usage: wantUsage, Version: v},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, tc.chunks...) })
+			res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, true)
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			if diff := cmp.Diff(tc.want, summarize(t, res)); diff != "" {
+				t.Errorf("turn (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStreamBroken: a stream that stops early is an error, never a short
+// final answer; what was already streamed stays streamed.
+func TestStreamBroken(t *testing.T) {
+	two := []string{chunk(`{"role":"assistant","content":"The invoice"}`, ""), chunk(`{"content":" is high bec"}`, "")}
+	for _, tc := range []struct {
+		name     string
+		handler  http.HandlerFunc
+		code     string
+		partials int
+	}{
+		{
+			name:     "body ends after two chunks",
+			handler:  func(w http.ResponseWriter, r *http.Request) { sse(w, append(two, "")...) },
+			code:     "stream_cut",
+			partials: 2,
+		},
+		{
+			name: "connection dropped after two chunks",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				sse(w, append(two, "")...)
+				panic(http.ErrAbortHandler)
+			},
+			code:     "stream_cut",
+			partials: 2,
+		},
+		{
+			name:     "[DONE] without a finish reason",
+			handler:  func(w http.ResponseWriter, r *http.Request) { sse(w, two...) },
+			code:     "stream_cut",
+			partials: 2,
+		},
+		{
+			name: "error event after a chunk",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				sse(w, two[0], `{"error":{"message":"overloaded","type":"server_error"}}`, "")
+			},
+			code:     "upstream_error",
+			partials: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, tc.handler)
+			res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, true)
+			me, ok := model.AsError(res.err)
+			if !ok {
+				t.Fatalf("err = %v, want a *model.Error", res.err)
+			}
+			if me.Code != tc.code || !me.Retryable || me.Status != 0 || me.Provider != "test" || me.Model != "gpt-test" {
+				t.Errorf("error = %+v, want code %q, retryable, status 0", me, tc.code)
+			}
+			if len(res.partials) != tc.partials {
+				t.Errorf("%d partials before the error, want %d", len(res.partials), tc.partials)
+			}
+		})
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want turn
+	}{
+		{
+			name: "text with usage",
+			body: `{"id":"x","object":"chat.completion","created":1,"model":"gpt-test-0125","choices":[{"index":0,
+				"message":{"role":"assistant","content":"Hello world!","refusal":null},"logprobs":null,"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":11,"completion_tokens":5,"total_tokens":16,
+				"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`,
+			want: turn{Text: "Hello world!", Finish: genai.FinishReasonStop, Version: "gpt-test-0125", Usage: &genai.GenerateContentResponseUsageMetadata{
+				PromptTokenCount: 11, CandidatesTokenCount: 5, CachedContentTokenCount: 4, ThoughtsTokenCount: 2, TotalTokenCount: 16,
+			}},
+		},
+		{
+			name: "two tool calls, one without id, content null",
+			body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,
+				"message":{"role":"assistant","content":null,"tool_calls":[
+				{"id":"call_1","type":"function","function":{"name":"transfer_to_agent","arguments":"{\"agent_name\":\"billing\"}"}},
+				{"type":"function","function":{"name":"exit_loop","arguments":""}}]},"finish_reason":"tool_calls"}]}`,
+			want: turn{
+				Calls: []call0{
+					{ID: "call_1", Name: "transfer_to_agent", Args: map[string]any{"agent_name": "billing"}},
+					{ID: "generated", Name: "exit_loop", Args: map[string]any{}},
+				},
+				Finish: genai.FinishReasonStop, Version: "m",
+			},
+		},
+		{
+			name: "finish_reason left out",
+			body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`,
+			want: turn{Text: "ok", Finish: genai.FinishReasonStop, Version: "m"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.body))
+			})
+			res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, false)
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			if len(res.partials) != 0 {
+				t.Errorf("%d partials without streaming", len(res.partials))
+			}
+			if diff := cmp.Diff(tc.want, summarize(t, res)); diff != "" {
+				t.Errorf("turn (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
