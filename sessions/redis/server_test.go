@@ -17,7 +17,7 @@ import (
 // testServer is a private redis-server on a free loopback port, started and
 // stopped by the test; it never touches the machine's shared Redis.
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	args []string
 
@@ -28,7 +28,7 @@ type testServer struct {
 
 // needBinary skips the test when name is not installed, except under CI
 // (.ci/run installs redis), where a missing binary is a failure.
-func needBinary(t *testing.T, name string) {
+func needBinary(t testing.TB, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
 		if os.Getenv("CI") != "" {
@@ -38,12 +38,17 @@ func needBinary(t *testing.T, name string) {
 	}
 }
 
-// startServer starts redis-server with no persistence unless extra says
-// otherwise (extra options are appended to the command line).
-func startServer(t *testing.T, extra ...string) *testServer {
+// startServer starts redis-server on a free port with no persistence unless
+// extra says otherwise (extra options are appended to the command line).
+func startServer(t testing.TB, extra ...string) *testServer {
+	t.Helper()
+	return startServerOn(t, freePort(t), extra...)
+}
+
+// startServerOn is startServer on a given port.
+func startServerOn(t testing.TB, port int, extra ...string) *testServer {
 	t.Helper()
 	needBinary(t, "redis-server")
-	port := freePort(t)
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir()}
 	s := &testServer{t: t, port: port, args: append(args, extra...)}
@@ -97,7 +102,7 @@ func (s *testServer) Stop() {
 }
 
 // freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -182,3 +187,5 @@ func waitClusterOK(addr string, within time.Duration) error {
 	}
 	return fmt.Errorf("cluster_state not ok after %v", within)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

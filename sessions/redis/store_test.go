@@ -15,7 +15,7 @@ var prefixes atomic.Int64
 
 // newStore returns a Store on url with a key prefix of its own, closed at
 // the end of the test.
-func newStore(t *testing.T, cfg Config) *Store {
+func newStore(t testing.TB, cfg Config) *Store {
 	t.Helper()
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = fmt.Sprintf("test%d:", prefixes.Add(1))
@@ -64,5 +64,9 @@ func TestClusterConformance(t *testing.T) {
 		sessiontest.RunLocker(t, func(t *testing.T) sessions.Locker {
 			return newStore(t, Config{URL: url})
 		})
+	})
+	t.Run("RoundTrips", func(t *testing.T) {
+		// The app: hash lives on its own node: an app: delta costs a second trip.
+		checkRoundTrips(t, newStore(t, Config{URL: url, TTL: time.Hour}), 2)
 	})
 }

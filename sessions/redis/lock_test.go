@@ -1,0 +1,51 @@
+package redis
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// heldByReplica starts two replicas (Stores on one server and prefix); the
+// first holds the lease on session s1.
+func heldByReplica(t *testing.T, lockTTL time.Duration) (cfg Config, holder, other *Store, release func()) {
+	t.Helper()
+	srv := startServer(t)
+	cfg = Config{URL: srv.URL(""), KeyPrefix: "replicas:", LockTTL: lockTTL}
+	holder, other = newStore(t, cfg), newStore(t, cfg)
+	release, err := holder.Acquire(t.Context(), "app", "u", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, holder, other, release
+}
+
+func TestLeaseRenewedWhileHeld(t *testing.T) {
+	cfg, _, b, release := heldByReplica(t, 150*time.Millisecond)
+	time.Sleep(4 * cfg.LockTTL) // several lease periods: only renewal keeps it
+	if _, err := b.Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("another replica's Acquire while the lease is renewed: err = %v, want ErrConflict", err)
+	}
+	release()
+	second, err := b.Acquire(t.Context(), "app", "u", "s1", 0)
+	if err != nil {
+		t.Fatalf("Acquire after release: %v", err)
+	}
+	second()
+}
+
+func TestLeaseExpiresWhenHolderDies(t *testing.T) {
+	cfg, crashed, survivor, stale := heldByReplica(t, 200*time.Millisecond)
+	_ = crashed.Close() // the replica is gone: no renewal, no release
+	release, err := survivor.Acquire(t.Context(), "app", "u", "s1", 10*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire after the holder died: %v", err)
+	}
+	stale() // a late release from the dead holder must not free the new lease
+	if _, err := newStore(t, cfg).Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("Acquire after a stale release: err = %v, want ErrConflict", err)
+	}
+	release()
+}
