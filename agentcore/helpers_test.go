@@ -112,15 +112,7 @@ func newHarness(t *testing.T, root agentcore.Agent, opts ...harnessOpt) *harness
 // unless wantErr.
 func (h *harness) run(sessionID string, msg *genai.Content, cfg agentcore.RunConfig) ([]*sessions.Event, error) {
 	h.t.Helper()
-	run := h.runner.Run(context.Background(), agentcore.RunRequest{UserID: "u1", SessionID: sessionID, NewMessage: msg, Config: cfg})
-	var out []*sessions.Event
-	for ev, err := range run.Events() {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return h.runReq(context.Background(), agentcore.RunRequest{SessionID: sessionID, NewMessage: msg, Config: cfg})
 }
 
 func (h *harness) mustRun(sessionID string, msg *genai.Content, cfg agentcore.RunConfig) []*sessions.Event {
