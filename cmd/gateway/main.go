@@ -1,0 +1,197 @@
+// Command gateway runs agentgate: it reads config.yaml, builds the agent
+// trees, and serves them over HTTP until SIGTERM or SIGINT.
+//
+// Flags beat the environment, which beats the file:
+//
+//	-config PATH    (AGENTGATE_CONFIG, default ./config.yaml)
+//	-addr HOST:PORT (AGENTGATE_ADDR, default server.addr)
+//
+// REDIS_URL switches sessions to Redis. A bad config prints one line per
+// problem on stderr and exits with status 2.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/gemini"
+	"github.com/agentgate/agentgate/agentcore/model/openai"
+	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/config"
+	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/sessions"
+	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, nil))
+}
+
+// run is main without the process: it returns the exit status. ready, when
+// not nil, receives the listening address once the server accepts
+// connections.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer, ready chan<- string) int {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (env AGENTGATE_CONFIG, default ./config.yaml)")
+	addr := fs.String("addr", "", "listen address HOST:PORT (env AGENTGATE_ADDR, default server.addr)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	env := func(k string) string { v, _ := lookup(k); return v }
+	path := firstNonEmpty(*configPath, env("AGENTGATE_CONFIG"), "config.yaml")
+
+	cfg, err := config.Load(path, lookup)
+	if err != nil {
+		printProblems(stderr, path, err)
+		return 2
+	}
+	cfg.Server.Addr = firstNonEmpty(*addr, env("AGENTGATE_ADDR"), cfg.Server.Addr)
+	if u := env("REDIS_URL"); u != "" {
+		cfg.Sessions.Backend, cfg.Sessions.RedisURL = "redis", u
+	}
+	log := newLogger(stdout, cfg.Log)
+
+	catalog, err := spec.Build(cfg.Spec(), spec.BuildOptions{Factories: providerFactories()})
+	if err != nil {
+		printProblems(stderr, path, err)
+		return 2
+	}
+	store, locker, closeStore, err := openSessions(cfg.Sessions)
+	if err != nil {
+		printProblems(stderr, path, err)
+		return 2
+	}
+	defer closeStore()
+
+	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
+		CORSOrigins: cfg.Server.CORSOrigins, Version: version})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "listen %s: %v\n", cfg.Server.Addr, err)
+		return 1
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		fmt.Fprintln(stderr, err)
+		return 1
+	case <-sigCtx.Done():
+	}
+	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
+	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(graceCtx); err != nil {
+		// Grace is over: end the streams still open with an error frame,
+		// then give them a moment to write it.
+		srv.Shutdown()
+		endCtx, cancelEnd := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancelEnd()
+		if err := hs.Shutdown(endCtx); err != nil {
+			_ = hs.Close()
+		}
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// printProblems writes one line per problem.
+func printProblems(w io.Writer, path string, err error) {
+	fmt.Fprintf(w, "agentgate: invalid configuration in %s:\n", path)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.TrimSpace(line) != "" {
+			fmt.Fprintln(w, "  "+strings.TrimSpace(line))
+		}
+	}
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// providerFactories registers the real providers by config type.
+func providerFactories() map[string]spec.ProviderFactory {
+	retries := func(p spec.Provider) int {
+		if p.MaxRetries == nil {
+			return 0
+		}
+		if *p.MaxRetries == 0 {
+			return -1
+		}
+		return *p.MaxRetries
+	}
+	return map[string]spec.ProviderFactory{
+		"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
+			prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Timeout: p.Timeout,
+				MaxRetries: retries(p), Headers: p.Headers})
+			if err != nil {
+				return nil, err
+			}
+			return func(id string) (model.LLM, error) { return prov.Model(id), nil }, nil
+		},
+		"gemini": func(p spec.Provider) (func(string) (model.LLM, error), error) {
+			prov, err := gemini.New(gemini.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Timeout: p.Timeout,
+				MaxRetries: retries(p), Headers: p.Headers})
+			if err != nil {
+				return nil, err
+			}
+			return func(id string) (model.LLM, error) { return prov.Model(id), nil }, nil
+		},
+	}
+}
+
+// openSessions opens the configured store. Redis is connected lazily: the
+// gateway starts while Redis is down and /readyz reports it.
+func openSessions(c config.Sessions) (sessions.Service, sessions.Locker, func(), error) {
+	if c.Backend != "redis" {
+		return sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker(), func() {}, nil
+	}
+	st, err := sessionsredis.New(sessionsredis.Config{URL: c.RedisURL, KeyPrefix: c.KeyPrefix, TTL: c.TTL, LockTTL: c.LockTTL})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sessions.redis_url: %w", err)
+	}
+	return st, st, func() { _ = st.Close() }, nil
+}

@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/gateway/openaiwire"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// apiError is an error decided for a client: the status and the words both
+// surfaces show. It is built only by classify and the helpers below, so
+// raw internal error text never reaches a client.
+type apiError struct {
+	status     int
+	kind       string // OpenAI error type
+	code       string
+	param      string
+	message    string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(param, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "invalid_request", param: param, message: msg}
+}
+
+func notFound(msg string) *apiError {
+	return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "not_found", message: msg}
+}
+
+// classify maps any error from the runtime, the stores or the providers to
+// what the client is told. It is the one place statuses are decided.
+func classify(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if we, ok := openaiwire.AsError(err); ok {
+		return &apiError{status: we.Status, kind: we.Type, code: we.Code, param: we.Param, message: we.Message}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &apiError{status: http.StatusRequestEntityTooLarge, kind: "invalid_request_error", code: "request_too_large",
+			message: "The request body exceeds the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes."}
+	}
+	var uc *agentcore.UnknownCallError
+	if errors.As(err, &uc) {
+		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "unknown_tool_call", param: "messages",
+			message: "No paused invocation is waiting for a result of tool call " + strconv.Quote(uc.ID) + "."}
+	}
+	var missing *agentcore.MissingStateError
+	if errors.As(err, &missing) {
+		return &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "agent_error", message: missing.Error()}
+	}
+	if me, ok := model.AsError(err); ok {
+		return modelError(me)
+	}
+	switch {
+	case errors.Is(err, errShuttingDown):
+		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "shutting_down", message: "The server is shutting down; retry the request."}
+	case errors.Is(err, sessions.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "session_not_found", message: "Session not found."}
+	case errors.Is(err, sessions.ErrExists):
+		return &apiError{status: http.StatusConflict, kind: "invalid_request_error", code: "session_exists", message: "Session already exists."}
+	case errors.Is(err, sessions.ErrConflict):
+		return &apiError{status: http.StatusConflict, kind: "invalid_request_error", code: "session_busy", message: "The session is busy with another request; retry when it has finished."}
+	case errors.Is(err, sessions.ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "invalid_request", message: "Invalid session request."}
+	case errors.Is(err, sessions.ErrUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "session_store_unavailable", message: "The session store is unavailable; retry shortly."}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusGatewayTimeout, kind: "server_error", code: "timeout", message: "The request timed out."}
+	case errors.Is(err, context.Canceled):
+		return &apiError{status: 499, kind: "invalid_request_error", code: "client_closed_request", message: "The client closed the request."}
+	}
+	return &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: "The gateway failed to process the request."}
+}
+
+// modelError maps a provider failure: rate limits stay 429, timeouts 504,
+// an unavailable upstream 503, anything else the upstream did wrong 502.
+func modelError(me *model.Error) *apiError {
+	e := &apiError{kind: "server_error", code: "upstream_error", retryAfter: me.RetryAfter,
+		message: "The upstream model " + me.Provider + "/" + me.Model + " failed"}
+	if me.Status != 0 {
+		e.message += " with status " + strconv.Itoa(me.Status)
+	}
+	e.message += "."
+	switch {
+	case me.Status == http.StatusTooManyRequests || me.Code == "rate_limited":
+		e.status, e.kind, e.code = http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded"
+		e.message = "The upstream model " + me.Provider + "/" + me.Model + " is rate limited; retry later."
+	case me.Code == "timeout" || me.Status == http.StatusGatewayTimeout || me.Status == http.StatusRequestTimeout:
+		e.status, e.code = http.StatusGatewayTimeout, "upstream_timeout"
+	case me.Status == http.StatusServiceUnavailable:
+		e.status, e.code = http.StatusServiceUnavailable, "upstream_unavailable"
+	default:
+		e.status = http.StatusBadGateway
+	}
+	return e
+}
+
+// writeOpenAIError answers with OpenAI's error envelope.
+func writeOpenAIError(c *gin.Context, e *apiError) {
+	if e.retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+	} else if e.status == http.StatusTooManyRequests {
+		c.Header("Retry-After", "1")
+	}
+	c.JSON(e.status, toWire(e))
+}
+
+func toWire(e *apiError) *openaiwire.Error {
+	return &openaiwire.Error{Status: e.status, Message: e.message, Type: e.kind, Param: e.param, Code: e.code}
+}
+
+// writeNativeError answers with ADK's {"error": "..."}.
+func writeNativeError(c *gin.Context, e *apiError) {
+	if e.retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+	}
+	c.JSON(e.status, gin.H{"error": e.message})
+}

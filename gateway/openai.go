@@ -1,0 +1,523 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/gateway/openaiwire"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// Reserved session id prefixes: sessions the gateway keeps for its own
+// bookkeeping (stateless turns paused on client tools, and the index from
+// tool_call_id to session). Clients cannot use them.
+const (
+	tmpSessionPrefix  = "~tmp-"
+	callSessionPrefix = "~call-"
+)
+
+func (s *Server) listModels(c *gin.Context) {
+	list := openaiwire.ModelList{Data: []openaiwire.Model{}}
+	for _, a := range s.cfg.Catalog.Apps {
+		list.Data = append(list.Data, s.modelObject(a.ID))
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) getModel(c *gin.Context) {
+	id := strings.TrimPrefix(c.Param("id"), "/")
+	if _, ok := s.apps[id]; !ok {
+		writeOpenAIError(c, classify(openaiwire.ModelNotFound(id)))
+		return
+	}
+	c.JSON(http.StatusOK, s.modelObject(id))
+}
+
+func (s *Server) modelObject(id string) openaiwire.Model {
+	return openaiwire.Model{ID: id, Created: 0, OwnedBy: "agentgate"}
+}
+
+// chatTurn is a prepared /v1/chat/completions turn.
+type chatTurn struct {
+	app       *app
+	runner    *agentcore.Runner
+	req       agentcore.RunRequest
+	sessionID string
+	// stored reports whether the session lives in the gateway's store (and
+	// X-Session-Id is sent); false for a stateless turn until it pauses.
+	stored bool
+	// ephemeral holds a stateless turn's session.
+	ephemeral *sessions.MemoryService
+	// resumedVia lists index sessions to drop once the resumed turn is done.
+	resumedVia []string
+	// tmp reports a "~tmp-" session to delete once no call is pending.
+	tmp     bool
+	release func()
+}
+
+func (s *Server) chatCompletions(c *gin.Context) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	req, err := openaiwire.DecodeRequest(body)
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	if err := req.Validate(); err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	a, ok := s.apps[req.Model]
+	if !ok {
+		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
+		return
+	}
+	ctx := c.Request.Context()
+	turn, err := s.prepareChat(ctx, c.Request.Header, a, req)
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	defer turn.release()
+	if req.Stream {
+		s.streamChat(c, turn, req)
+	} else {
+		s.completeChat(c, turn, req)
+	}
+}
+
+// sessionHeader reads the session id a client sent, from the headers
+// OpenAI-compatible clients use, or metadata.session_id.
+func sessionHeader(h http.Header, md map[string]string) string {
+	for _, k := range []string{"X-Session-Id", "X-Litellm-Session-Id", "X-OpenWebUI-Chat-Id"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return v
+		}
+	}
+	return strings.TrimSpace(md["session_id"])
+}
+
+func validSessionID(id string) bool {
+	if len(id) > 256 || strings.HasPrefix(id, "~") {
+		return false
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepareChat turns a validated request into a runtime turn: whose session,
+// what is new input, which client tools and per-turn settings.
+func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest) (*chatTurn, error) {
+	user := cmpOr(req.User, req.SafetyIdentifier, "anonymous")
+	sid := sessionHeader(h, req.Metadata)
+	if sid != "" && !validSessionID(sid) {
+		return nil, badRequest("X-Session-Id", "Session ids are at most 256 characters, without control characters, and may not start with '~'.")
+	}
+
+	lastAsst := -1
+	for i, m := range req.Messages {
+		if m.Role == openaiwire.RoleAssistant {
+			lastAsst = i
+		}
+	}
+	_, newContents, err := openaiwire.ToContents(req.Messages[lastAsst+1:])
+	if err != nil {
+		return nil, err
+	}
+	msg := &genai.Content{Role: genai.RoleUser}
+	for _, c := range newContents {
+		msg.Parts = append(msg.Parts, c.Parts...)
+	}
+	if len(msg.Parts) == 0 {
+		return nil, badRequest("messages", "The request has no new input: the messages after the last assistant message must include a user or tool message.")
+	}
+	var responses []*genai.FunctionResponse
+	for _, p := range msg.Parts {
+		if p.FunctionResponse != nil {
+			responses = append(responses, p.FunctionResponse)
+		}
+	}
+
+	rr := agentcore.RunRequest{UserID: user, NewMessage: msg, Config: agentcore.RunConfig{Streaming: req.Stream},
+		ClientTools: openaiwire.ToFunctionDeclarations(req.Tools)}
+	if rr.Overrides, err = overridesFrom(a, req); err != nil {
+		return nil, err
+	}
+	turn := &chatTurn{app: a, runner: a.runner, release: func() {}}
+
+	switch {
+	case sid != "":
+		turn.sessionID, turn.stored = sid, true
+		if err := s.lockSession(ctx, turn, a.ID, user, sid); err != nil {
+			return nil, err
+		}
+		_, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
+		if errors.Is(err, sessions.ErrNotFound) {
+			if len(responses) > 0 {
+				turn.release()
+				return nil, &agentcore.UnknownCallError{ID: responses[0].ID}
+			}
+			_, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid})
+		}
+		if err != nil {
+			turn.release()
+			return nil, err
+		}
+		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn); err != nil {
+			turn.release()
+			return nil, err
+		}
+	case len(responses) > 0:
+		// A stateless client sends tool results back: the paused turn is
+		// found by tool_call_id alone.
+		found, err := s.resolveCall(ctx, a.ID, user, responses[0].ID)
+		if err != nil {
+			return nil, err
+		}
+		turn.sessionID, turn.stored, turn.tmp = found, true, strings.HasPrefix(found, tmpSessionPrefix)
+		if err := s.lockSession(ctx, turn, a.ID, user, found); err != nil {
+			return nil, err
+		}
+		if err := s.mapCallIDs(ctx, a.ID, user, responses, found, turn); err != nil {
+			turn.release()
+			return nil, err
+		}
+	default:
+		if err := s.statelessTurn(ctx, turn, req.Messages[:lastAsst+1], user); err != nil {
+			return nil, err
+		}
+	}
+	rr.SessionID = turn.sessionID
+	turn.req = rr
+	return turn, nil
+}
+
+func cmpOr(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid string) error {
+	release, err := s.cfg.Locker.Acquire(ctx, app, user, sid, s.cfg.BusyWait)
+	if err != nil {
+		return err
+	}
+	turn.release = release
+	return nil
+}
+
+// overridesFrom maps response_format, sampling settings and tool_choice.
+func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Overrides, error) {
+	schema, jsonMode, err := openaiwire.OutputSchema(req.ResponseFormat)
+	if err != nil {
+		return nil, err
+	}
+	if schema != nil || jsonMode {
+		if _, ok := a.Root.(*agentcore.LlmAgent); !ok {
+			return nil, badRequest("response_format", fmt.Sprintf("Model %s is served by a %T workflow; response_format needs an LLM agent at the root.", a.ID, a.Root))
+		}
+	}
+	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: openaiwire.GenerationSettings(req, nil),
+		ToolConfig: openaiwire.ToToolConfig(req.ToolChoice)}, nil
+}
+
+// mapCallIDs rewrites tool_call_ids the client was shown to the runtime's
+// call ids (they differ only when a runtime id was not a valid client id),
+// and remembers the index entries to drop after the turn.
+func (s *Server) mapCallIDs(ctx context.Context, app, user string, responses []*genai.FunctionResponse, sid string, turn *chatTurn) error {
+	for _, r := range responses {
+		idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + r.ID})
+		if errors.Is(err, sessions.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if got, _ := idx.State["session_id"].(string); got != sid {
+			continue
+		}
+		if id, _ := idx.State["call_id"].(string); id != "" {
+			r.ID = id
+		}
+		turn.resumedVia = append(turn.resumedVia, idx.ID)
+	}
+	return nil
+}
+
+// resolveCall finds the session paused on a tool call.
+func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (string, error) {
+	idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + callID})
+	if errors.Is(err, sessions.ErrNotFound) {
+		return "", &agentcore.UnknownCallError{ID: callID}
+	}
+	if err != nil {
+		return "", err
+	}
+	sid, _ := idx.State["session_id"].(string)
+	if sid == "" {
+		return "", &agentcore.UnknownCallError{ID: callID}
+	}
+	return sid, nil
+}
+
+// statelessTurn runs on a throwaway session seeded with the request's
+// history; it reaches the store only if the turn pauses on client tools.
+func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []openaiwire.ChatMessage, user string) error {
+	a := turn.app
+	eph := sessions.NewMemoryService(sessions.MemoryConfig{Now: s.cfg.Now})
+	runner, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: eph, Artifacts: s.cfg.Artifacts,
+		Memory: s.cfg.Memory, RouteToRoot: true, Now: s.cfg.Now, NewID: s.cfg.NewID, Observer: s.cfg.Observer})
+	if err != nil {
+		return err
+	}
+	sid := tmpSessionPrefix + uuid.NewString()
+	sess, err := eph.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid})
+	if err != nil {
+		return err
+	}
+	_, contents, err := openaiwire.ToContents(history)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	for i, c := range contents {
+		author := "user"
+		if c.Role == genai.RoleModel {
+			author = a.Root.Name()
+		}
+		ev := &sessions.Event{ID: fmt.Sprintf("seed-%d", i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
+		if err := eph.AppendEvent(ctx, sess, ev); err != nil {
+			return err
+		}
+	}
+	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
+	return nil
+}
+
+// afterRun stores what must outlive the turn: for every client tool call
+// the client now holds, an index entry from its id to the session (and, for
+// a stateless turn, the session itself); a resumed stateless turn that
+// finished is deleted.
+func (s *Server) afterRun(ctx context.Context, turn *chatTurn, calls []openaiwire.EmittedToolCall) error {
+	ctx = context.WithoutCancel(ctx)
+	app, user := turn.app.ID, turn.req.UserID
+	if len(calls) > 0 && turn.ephemeral != nil {
+		if err := copySessions(ctx, turn.ephemeral, s.cfg.Sessions, app, user); err != nil {
+			return err
+		}
+		turn.stored = true
+	}
+	for _, call := range calls {
+		_, err := s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + call.ID,
+			State: map[string]any{"session_id": turn.sessionID, "call_id": call.FunctionCallID}})
+		if err != nil && !errors.Is(err, sessions.ErrExists) {
+			return err
+		}
+	}
+	for _, id := range turn.resumedVia {
+		_ = s.cfg.Sessions.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: id})
+	}
+	if len(calls) == 0 && turn.tmp && turn.ephemeral == nil {
+		_ = s.cfg.Sessions.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: turn.sessionID})
+		turn.stored = false
+	}
+	return nil
+}
+
+// copySessions replays a user's sessions (with sub-conversations) from one
+// store into another.
+func copySessions(ctx context.Context, from *sessions.MemoryService, to sessions.Service, app, user string) error {
+	list, err := from.List(ctx, sessions.ListRequest{AppName: app, UserID: user})
+	if err != nil {
+		return err
+	}
+	// Parents first, so a sub-conversation never outlives its parent.
+	slices.SortFunc(list.Sessions, func(a, b *sessions.Session) int { return len(a.ID) - len(b.ID) })
+	for _, ls := range list.Sessions {
+		src, err := from.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: ls.ID})
+		if err != nil {
+			return err
+		}
+		dst, err := to.Create(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: ls.ID})
+		if err != nil {
+			return err
+		}
+		for _, ev := range src.Events {
+			if err := to.AppendEvent(ctx, dst, ev.Clone()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// encoderFor configures the chunk encoder of a turn.
+func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
+	names := map[string]string{agentcore.GetUserChoiceToolName: agentcore.GetUserChoiceToolName}
+	for _, d := range turn.req.ClientTools {
+		names[d.Name] = d.Name
+	}
+	for runtime, shown := range turn.app.clientNames {
+		names[runtime] = shown
+	}
+	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names})
+}
+
+// visibleEvent decides what of an event an OpenAI client sees: the turn's
+// own events whole; of agents called as tools only their calls (the
+// client actions they pause on), never their text. Error events of the turn
+// end it with an error.
+func visibleEvent(ev *sessions.Event, invID string) (*sessions.Event, error) {
+	if ev.InvocationID == invID || invID == "" {
+		if ev.ErrorCode != "" && !ev.Partial {
+			return nil, &apiError{status: http.StatusInternalServerError, kind: "server_error", code: strings.ToLower(ev.ErrorCode),
+				message: fmt.Sprintf("Agent %s stopped: %s", ev.Author, ev.ErrorMessage)}
+		}
+		return ev, nil
+	}
+	if ev.Partial || len(ev.LongRunningToolIDs) == 0 {
+		return nil, nil
+	}
+	c := ev.Clone()
+	c.Content = &genai.Content{Role: genai.RoleModel}
+	for _, fc := range ev.FunctionCalls() {
+		c.Content.Parts = append(c.Content.Parts, &genai.Part{FunctionCall: fc})
+	}
+	return c, nil
+}
+
+func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
+	ctx, closeStream, err := s.openStream(c.Request.Context())
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	defer closeStream()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	run := turn.runner.Run(runCtx, turn.req)
+	enc := s.encoderFor(turn, req)
+	var w *sseWriter
+	start := func() {
+		if w == nil {
+			hdr := map[string]string{}
+			if turn.stored {
+				hdr["X-Session-Id"] = turn.sessionID
+			}
+			w = startSSE(c.Writer, hdr)
+		}
+	}
+	write := func(chunks []openaiwire.ChatCompletionChunk) error {
+		for _, ch := range chunks {
+			b, err := openaiwire.Frame(ch)
+			if err != nil {
+				return err
+			}
+			start()
+			if err := w.frame(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err = pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
+		vis, err := visibleEvent(ev, run.InvocationID())
+		if err != nil || vis == nil {
+			return err
+		}
+		return write(enc.Event(vis))
+	}, func() error {
+		start()
+		return w.comment("keepalive")
+	})
+	if err == nil {
+		if err = s.afterRun(ctx, turn, enc.ToolCalls()); err == nil {
+			if w == nil {
+				// Nothing was shown yet (a silent turn): still open with
+				// the role chunk so clients see a well-formed response.
+				err = write(enc.Start(run.StartAgent(), run.InvocationID()))
+			}
+			if err == nil {
+				err = write(enc.Finish(run.Usage()))
+			}
+			if err == nil {
+				_ = w.frame([]byte(openaiwire.DoneFrame))
+				return
+			}
+		}
+	}
+	ae := classify(err)
+	if ae.status == 499 {
+		return // the client is gone
+	}
+	s.log.WarnContext(ctx, "chat completion failed", "err", err, "request_id", requestIDOf(c), "model", turn.app.ID)
+	if w == nil {
+		writeOpenAIError(c, ae)
+		return
+	}
+	_ = w.frame(openaiwire.ErrorFrame(toWire(ae)))
+	_ = w.frame([]byte(openaiwire.DoneFrame))
+}
+
+func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
+	ctx := c.Request.Context()
+	run := turn.runner.Run(ctx, turn.req)
+	enc := s.encoderFor(turn, req)
+	var runErr error
+	for ev, err := range run.Events() {
+		if err != nil {
+			runErr = err
+			break
+		}
+		vis, err := visibleEvent(ev, run.InvocationID())
+		if err != nil {
+			runErr = err
+			break
+		}
+		if vis != nil {
+			enc.Event(vis)
+		}
+	}
+	if runErr == nil {
+		runErr = s.afterRun(ctx, turn, enc.ToolCalls())
+	}
+	if runErr != nil {
+		ae := classify(runErr)
+		if ae.status != 499 {
+			s.log.WarnContext(ctx, "chat completion failed", "err", runErr, "request_id", requestIDOf(c), "model", turn.app.ID)
+			writeOpenAIError(c, ae)
+		}
+		return
+	}
+	if turn.stored {
+		c.Header("X-Session-Id", turn.sessionID)
+	}
+	comp := enc.Completion(run.Usage())
+	if comp.Agentgate.Author == "" {
+		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
+	}
+	c.JSON(http.StatusOK, comp)
+}

@@ -1,0 +1,301 @@
+// Package gateway serves agent trees over HTTP (gin): the OpenAI-compatible
+// surface under /v1, the ADK-compatible native surface, and the operational
+// routes. Errors are mapped to statuses in one place (errors.go).
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/artifact"
+	"github.com/agentgate/agentgate/agentcore/memory"
+	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// Config wires a Server. Catalog and Sessions are required; zero fields
+// mean the defaults.
+type Config struct {
+	Catalog  *spec.Catalog
+	Sessions sessions.Service
+	// Locker serialises runs on one session (default: in-process).
+	Locker    sessions.Locker
+	Artifacts artifact.Service
+	Memory    memory.Service
+	Logger    *slog.Logger
+	Observer  agentcore.Observer
+	// MaxBodyBytes limits request bodies (default 4 MiB).
+	MaxBodyBytes int64
+	// KeepaliveInterval spaces SSE keepalive comments (default 15s).
+	KeepaliveInterval time.Duration
+	// BusyWait is how long a run waits for a busy session before 409.
+	BusyWait time.Duration
+	// CORSOrigins lists the origins browsers may call from ("*" for any).
+	CORSOrigins []string
+	// Version is reported by /version.
+	Version string
+	// Now and NewID replace the clock and id generator (tests).
+	Now   func() time.Time
+	NewID func() string
+}
+
+// Server is the gateway's http.Handler.
+type Server struct {
+	cfg    Config
+	engine *gin.Engine
+	apps   map[string]*app
+	log    *slog.Logger
+
+	// streams tracks open streams so Shutdown can end them.
+	streamsMu sync.Mutex
+	streams   map[*stream]struct{}
+	closing   bool
+}
+
+// app is one virtual model with its runner.
+type app struct {
+	*spec.App
+	runner *agentcore.Runner
+	// clientNames maps runtime action names to the names clients see.
+	clientNames map[string]string
+}
+
+// New validates cfg and builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Catalog == nil || cfg.Sessions == nil {
+		return nil, errors.New("gateway: catalog and sessions are required")
+	}
+	if cfg.Locker == nil {
+		cfg.Locker = sessions.NewMemoryLocker()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.KeepaliveInterval <= 0 {
+		cfg.KeepaliveInterval = 15 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Memory == nil {
+		cfg.Memory = memory.NewInMemory()
+	}
+	if cfg.Artifacts == nil {
+		cfg.Artifacts = artifact.NewInMemory()
+	}
+	s := &Server{cfg: cfg, apps: map[string]*app{}, log: cfg.Logger, streams: map[*stream]struct{}{}}
+	for _, a := range cfg.Catalog.Apps {
+		r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: cfg.Sessions,
+			Artifacts: cfg.Artifacts, Memory: cfg.Memory, RouteToRoot: a.RouteToRoot, Now: cfg.Now, NewID: cfg.NewID,
+			Observer: cfg.Observer})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: model %s: %w", a.ID, err)
+		}
+		names := map[string]string{}
+		for shown, act := range a.ClientActions {
+			names[act.Name] = shown
+		}
+		s.apps[a.ID] = &app{App: a, runner: r, clientNames: names}
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.ContextWithFallback = true
+	e.HandleMethodNotAllowed = true
+	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody)
+	s.routes(e)
+	s.engine = e
+	return s, nil
+}
+
+func (s *Server) routes(e *gin.Engine) {
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+
+	v1 := e.Group("/v1")
+	v1.GET("/models", s.listModels)
+	v1.GET("/models/*id", s.getModel)
+	v1.POST("/chat/completions", s.chatCompletions)
+
+	e.NoRoute(func(c *gin.Context) {
+		if isOpenAIPath(c.Request.URL.Path) {
+			writeOpenAIError(c, notFound("Unknown request URL: "+c.Request.Method+" "+c.Request.URL.Path+"."))
+			return
+		}
+		c.JSON(http.StatusNotFound, gin.H{"error": "Not Found"})
+	})
+	e.NoMethod(func(c *gin.Context) {
+		if isOpenAIPath(c.Request.URL.Path) {
+			writeOpenAIError(c, &apiError{status: http.StatusMethodNotAllowed, kind: "invalid_request_error", code: "method_not_allowed",
+				message: "Method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path + "."})
+			return
+		}
+		c.JSON(http.StatusMethodNotAllowed, gin.H{"error": "Method Not Allowed"})
+	})
+}
+
+func isOpenAIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
+
+func (s *Server) readyz(c *gin.Context) {
+	if p, ok := s.cfg.Sessions.(sessions.Pinger); ok {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			s.log.WarnContext(ctx, "readiness check failed", "err", err)
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": "session store unreachable"})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// requestID reads or assigns x-request-id and echoes it.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if id == "" || len(id) > 128 {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id = "req_" + hex.EncodeToString(b[:])
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+const ctxRequestID = "agentgate.request_id"
+
+func requestIDOf(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// recovery turns a handler panic into a 500 in the surface's format.
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p), "request_id", requestIDOf(c))
+			if c.Writer.Written() {
+				c.Abort()
+				return
+			}
+			err := &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: "internal error"}
+			if isOpenAIPath(c.Request.URL.Path) {
+				writeOpenAIError(c, err)
+			} else {
+				writeNativeError(c, err)
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	s.log.InfoContext(c.Request.Context(), "request", "method", c.Request.Method, "route", c.FullPath(),
+		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000, "request_id", requestIDOf(c))
+}
+
+func (s *Server) cors(c *gin.Context) {
+	origin := c.GetHeader("Origin")
+	if origin == "" || len(s.cfg.CORSOrigins) == 0 {
+		c.Next()
+		return
+	}
+	allowed := false
+	for _, o := range s.cfg.CORSOrigins {
+		if o == "*" || o == origin {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		c.Next()
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "X-Session-Id, X-Request-Id")
+	if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-Id, X-Request-Id, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version")
+		h.Set("Access-Control-Max-Age", "600")
+		c.AbortWithStatus(http.StatusNoContent)
+		return
+	}
+	c.Next()
+}
+
+func (s *Server) limitBody(c *gin.Context) {
+	if c.Request.Body != nil {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+	}
+	c.Next()
+}
+
+// Shutdown ends every open stream with an error frame (the server is
+// stopping). Call it after the grace period of http.Server.Shutdown ran out.
+func (s *Server) Shutdown() {
+	s.streamsMu.Lock()
+	s.closing = true
+	open := make([]*stream, 0, len(s.streams))
+	for st := range s.streams {
+		open = append(open, st)
+	}
+	s.streamsMu.Unlock()
+	for _, st := range open {
+		st.stop()
+	}
+}
+
+// stream is an open SSE response that Shutdown can end.
+type stream struct {
+	cancel context.CancelCauseFunc
+}
+
+// errShuttingDown ends streams when the server stops.
+var errShuttingDown = errors.New("the server is shutting down")
+
+func (st *stream) stop() { st.cancel(errShuttingDown) }
+
+// openStream registers a stream; the returned context ends when the client
+// goes away or the server shuts down.
+func (s *Server) openStream(ctx context.Context) (context.Context, func(), error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	st := &stream{cancel: cancel}
+	s.streamsMu.Lock()
+	if s.closing {
+		s.streamsMu.Unlock()
+		cancel(errShuttingDown)
+		return nil, nil, errShuttingDown
+	}
+	s.streams[st] = struct{}{}
+	s.streamsMu.Unlock()
+	return ctx, func() {
+		s.streamsMu.Lock()
+		delete(s.streams, st)
+		s.streamsMu.Unlock()
+		cancel(nil)
+	}, nil
+}
