@@ -189,3 +189,20 @@ func waitClusterOK(addr string, within time.Duration) error {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// startSentinel starts a master and one Sentinel watching it as "mymaster"
+// and returns a Config.URL that reaches the master through the Sentinel.
+func startSentinel(t *testing.T) string {
+	t.Helper()
+	master := startServer(t)
+	port := freePort(t)
+	conf := fmt.Sprintf("%s/sentinel.conf", t.TempDir())
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor mymaster %s %d 1\n", port, "127.0.0.1", master.port)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{t: t, port: port, args: []string{conf, "--sentinel"}}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return fmt.Sprintf("redis://%s?master_name=mymaster", s.Addr())
+}

@@ -70,3 +70,10 @@ func TestClusterConformance(t *testing.T) {
 		checkRoundTrips(t, newStore(t, Config{URL: url, TTL: time.Hour}), 2)
 	})
 }
+
+func TestSentinelConformance(t *testing.T) {
+	url := startSentinel(t)
+	sessiontest.Run(t, func(t *testing.T) sessions.Service {
+		return newStore(t, Config{URL: url, TTL: time.Hour})
+	})
+}
