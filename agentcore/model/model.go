@@ -225,3 +225,45 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// Redactor keeps a provider's credentials out of error messages: its API
+// key and the values of configured headers that carry credentials. Build it
+// once per provider; it is safe for concurrent use.
+type Redactor struct{ secrets []Secret }
+
+// NewRedactor returns the redactor for a provider with the given key and
+// extra headers. Header values count as credentials when the header's name
+// mentions a key, token, secret or auth ("api-key", "X-Auth-Token", ...).
+func NewRedactor(key Secret, headers map[string]string) *Redactor {
+	r := &Redactor{}
+	if key != "" {
+		r.secrets = append(r.secrets, key)
+	}
+	for name, v := range headers {
+		n := strings.ToLower(name)
+		if v != "" && (strings.Contains(n, "key") || strings.Contains(n, "token") ||
+			strings.Contains(n, "secret") || strings.Contains(n, "auth")) {
+			r.secrets = append(r.secrets, Secret(v))
+		}
+	}
+	return r
+}
+
+// Redact replaces every credential in text with "[redacted]".
+func (r *Redactor) Redact(text string) string {
+	for _, s := range r.secrets {
+		text = s.Redact(text)
+	}
+	return text
+}
+
+// Scrub returns err unchanged, or, when any error in its chain mentions a
+// credential, a plain error with the redacted message (and no chain).
+func (r *Redactor) Scrub(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if msg := e.Error(); r.Redact(msg) != msg {
+			return errors.New(r.Redact(err.Error()))
+		}
+	}
+	return err
+}

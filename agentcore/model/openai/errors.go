@@ -24,9 +24,9 @@ func (c *call) failure(ctx context.Context, err error, resp *http.Response, star
 	}
 	e := classify(err, resp, started)
 	e.Provider, e.Model = c.p.name, c.id
-	e.Message = c.p.keys.redact(e.Message)
+	e.Message = c.p.keys.Redact(e.Message)
 	if e.Err != nil {
-		e.Err = c.p.keys.scrub(e.Err)
+		e.Err = c.p.keys.Scrub(e.Err)
 	}
 	return e
 }
@@ -79,26 +79,4 @@ func streamErrorMessage(se *ssestream.StreamError) string {
 		return "error event in the stream: " + body.Error.Message
 	}
 	return "error event in the stream"
-}
-
-// redactor knows the credentials that must not leave in errors.
-type redactor struct{ secrets []model.Secret }
-
-// redact removes every configured credential from s.
-func (r *redactor) redact(s string) string {
-	for _, sec := range r.secrets {
-		s = sec.Redact(s)
-	}
-	return s
-}
-
-// scrub returns err, or a plain error with a redacted message when any
-// error in its chain mentions a credential.
-func (r *redactor) scrub(err error) error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if msg := e.Error(); r.redact(msg) != msg {
-			return errors.New(r.redact(err.Error()))
-		}
-	}
-	return err
 }

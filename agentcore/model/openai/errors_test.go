@@ -293,7 +293,7 @@ func TestSecretsStayHidden(t *testing.T) {
 	if strings.Contains(out, testKey) {
 		t.Errorf("the key leaks:\n%s", out)
 	}
-	if got := p.keys.redact("key " + testKey + " header " + header); got != "key [redacted] header [redacted]" {
+	if got := p.keys.Redact("key " + testKey + " header " + header); got != "key [redacted] header [redacted]" {
 		t.Errorf("redact = %q", got)
 	}
 }

@@ -165,7 +165,7 @@ func loadRequest(t *testing.T, name string) *model.Request {
 		t.Fatal(err)
 	}
 	var in struct {
-		Contents []*genai.Content            `json:"contents"`
+		Contents []*genai.Content             `json:"contents"`
 		Config   *genai.GenerateContentConfig `json:"config"`
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {

@@ -14,7 +14,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -68,7 +67,7 @@ type Provider struct {
 	chat oai.ChatCompletionService
 	// keys is a pointer so that printing a Provider shows an address, not
 	// the credentials.
-	keys *redactor
+	keys *model.Redactor
 }
 
 // New validates cfg and returns the provider.
@@ -103,10 +102,7 @@ func New(cfg Config) (*Provider, error) {
 		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 
-	p := &Provider{name: cfg.Name, keys: &redactor{}}
-	if cfg.APIKey != "" {
-		p.keys.secrets = append(p.keys.secrets, cfg.APIKey)
-	}
+	p := &Provider{name: cfg.Name, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}
 	// Every setting is passed explicitly, and the service is built without
 	// oai.NewClient, which would first read OPENAI_* from the environment.
 	opts := []option.RequestOption{
@@ -121,22 +117,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	for k, v := range cfg.Headers {
 		opts = append(opts, option.WithHeader(k, v))
-		if secretHeader(k) && v != "" {
-			p.keys.secrets = append(p.keys.secrets, model.Secret(v))
-		}
 	}
 	p.chat = oai.NewChatCompletionService(opts...)
 	return p, nil
-}
-
-func secretHeader(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "auth"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // Name returns the provider's name from config.
@@ -169,7 +152,7 @@ func (m *llm) GenerateContent(ctx context.Context, req *model.Request, stream bo
 		}
 		params, err := buildParams(id, req)
 		if err != nil {
-			yield(nil, &model.Error{Provider: m.p.name, Model: id, Code: "unsupported", Message: m.p.keys.redact(err.Error()), Err: err})
+			yield(nil, &model.Error{Provider: m.p.name, Model: id, Code: "unsupported", Message: m.p.keys.Redact(err.Error()), Err: err})
 			return
 		}
 		call := &call{p: m.p, id: id}

@@ -1,0 +1,104 @@
+package gemini
+
+import (
+	"github.com/google/uuid"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+)
+
+// generatedIDPrefix marks function-call ids made here (and by ADK) for calls
+// Gemini sent without one.
+const generatedIDPrefix = "adk-"
+
+// streamState folds the chunks of one turn: text parts go out as partial
+// responses; every part goes into the aggregator; the finish reason, usage
+// and prompt feedback of the last chunks are kept for the final response.
+type streamState struct {
+	agg           model.Aggregator
+	finish        genai.FinishReason
+	finishMessage string
+	blocked       *genai.GenerateContentResponsePromptFeedback
+	usage         *genai.GenerateContentResponseUsageMetadata
+	version       string
+	// produced reports whether any chunk arrived.
+	produced bool
+}
+
+// add folds one chunk in and returns the partial response to yield when the
+// chunk carried text.
+func (s *streamState) add(resp *genai.GenerateContentResponse) *model.Response {
+	if resp == nil {
+		return nil
+	}
+	s.produced = true
+	if resp.ModelVersion != "" {
+		s.version = resp.ModelVersion
+	}
+	if resp.UsageMetadata != nil {
+		s.usage = resp.UsageMetadata // cumulative: the last one counts
+	}
+	if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+		s.blocked = pf
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		return nil
+	}
+	cand := resp.Candidates[0]
+	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
+		s.finish, s.finishMessage = cand.FinishReason, cand.FinishMessage
+	}
+	if cand.Content == nil {
+		return nil
+	}
+	var all, texts []*genai.Part
+	for _, p := range cand.Content.Parts {
+		if p == nil {
+			continue
+		}
+		if p.FunctionCall != nil && p.FunctionCall.ID == "" {
+			pc, fc := *p, *p.FunctionCall
+			fc.ID, pc.FunctionCall = generatedIDPrefix+uuid.NewString(), &fc
+			p = &pc
+		}
+		all = append(all, p)
+		if isText(p) {
+			texts = append(texts, p)
+		}
+	}
+	s.agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: all}, ModelVersion: s.version})
+	if len(texts) == 0 {
+		return nil
+	}
+	return &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: texts}, Partial: true, ModelVersion: s.version}
+}
+
+// isText reports whether p is a text (or thought) delta and nothing else.
+func isText(p *genai.Part) bool {
+	return p.Text != "" && p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil &&
+		p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil
+}
+
+// finished reports whether the upstream ended the turn: a finish reason,
+// or a prompt it refused to answer.
+func (s *streamState) finished() bool { return s.finish != "" || s.blocked != nil }
+
+// final returns the one aggregated response of the turn. A turn that ended
+// for another reason than STOP or MAX_TOKENS (SAFETY, RECITATION,
+// MALFORMED_FUNCTION_CALL, a blocked prompt, ...) carries it as ErrorCode.
+func (s *streamState) final() *model.Response {
+	r := s.agg.Final(s.finish, s.usage)
+	if r.ModelVersion == "" {
+		r.ModelVersion = s.version
+	}
+	switch {
+	case s.blocked != nil && s.finish == "":
+		r.ErrorCode, r.ErrorMessage = string(s.blocked.BlockReason), s.blocked.BlockReasonMessage
+		if r.ErrorMessage == "" {
+			r.ErrorMessage = "the prompt was blocked"
+		}
+	case s.finish != genai.FinishReasonStop && s.finish != genai.FinishReasonMaxTokens && s.finish != "":
+		r.ErrorCode, r.ErrorMessage = string(s.finish), s.finishMessage
+	}
+	return r
+}
