@@ -1,0 +1,191 @@
+package gemini_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model/gemini"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// wireRequest is the part of a generateContent body the fake reads.
+type wireRequest struct {
+	SystemInstruction *genai.Content  `json:"systemInstruction"`
+	Contents          []*genai.Content `json:"contents"`
+	Tools             []*genai.Tool    `json:"tools"`
+}
+
+// TestTreeEndToEnd runs a real agent tree on the gemini provider against a
+// recording fake upstream: the coordinator transfers to billing, billing
+// calls the summarizer agent as a tool (Gemini sends the call without an
+// id), and answers with its result.
+func TestTreeEndToEnd(t *testing.T) {
+	var mu sync.Mutex
+	var seen []wireRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var req wireRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		var system string
+		for _, p := range req.SystemInstruction.Parts {
+			system += p.Text
+		}
+		last := req.Contents[len(req.Contents)-1].Parts
+		answered := len(last) > 0 && last[len(last)-1].FunctionResponse != nil
+		var chunks []string
+		switch {
+		case strings.Contains(system, "You are coordinator."):
+			chunks = []string{part(`{"functionCall":{"name":"transfer_to_agent","args":{"agent_name":"billing"}}}`, "STOP")}
+		case strings.Contains(system, "You are summarizer."):
+			chunks = []string{part(`{"text":"INV-7: 3 lines, "}`, ""), part(`{"text":"42.50 EUR."}`, "STOP")}
+		case strings.Contains(system, "You are billing.") && answered:
+			chunks = []string{part(`{"text":"It is high because "}`, ""), part(`{"text":"of 3 lines."}`, "STOP")}
+		case strings.Contains(system, "You are billing."):
+			chunks = []string{part(`{"functionCall":{"name":"summarizer","args":{"request":"Summarize INV-7"}}}`, "STOP")}
+		default:
+			http.Error(w, "unexpected caller", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range chunks {
+			fmt.Fprintf(w, "data: %s\n\n", c)
+		}
+	}))
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		srv.Close()
+	})
+
+	p, err := gemini.New(gemini.Config{Name: "gem", BaseURL: srv.URL, APIKey: "test-key", HTTPClient: client, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := p.Model("gemini-test")
+	agent := func(cfg agentcore.LlmConfig) *agentcore.LlmAgent {
+		cfg.Model, cfg.Instruction = llm, "You are "+cfg.Name+"."
+		a, err := agentcore.NewLlmAgent(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	summarizer := agent(agentcore.LlmConfig{Name: "summarizer", Description: "Summarizes invoices."})
+	tool, err := agentcore.NewAgentTool(summarizer, agentcore.AgentToolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	billing := agent(agentcore.LlmConfig{Name: "billing", Description: "Explains invoices.", Tools: []agentcore.Tool{tool}})
+	root := agent(agentcore.LlmConfig{Name: "coordinator", Description: "Routes requests.", SubAgents: []agentcore.Agent{billing}})
+	runner, err := agentcore.NewRunner(agentcore.RunnerConfig{
+		AppName: "app", Agent: root, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), AutoCreateSession: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	run := runner.Run(context.Background(), agentcore.RunRequest{
+		UserID: "u1", SessionID: "s1", NewMessage: genai.NewContentFromText("Why is INV-7 so high?", genai.RoleUser),
+		Config: agentcore.RunConfig{Streaming: true},
+	})
+	var said, transfers []string
+	for ev, err := range run.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Actions.TransferToAgent != "" {
+			transfers = append(transfers, ev.Author+"->"+ev.Actions.TransferToAgent)
+		}
+		if !ev.Partial && ev.Content != nil {
+			for _, part := range ev.Content.Parts {
+				if part.Text != "" {
+					said = append(said, ev.Author+": "+part.Text)
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"coordinator->billing"}, transfers); diff != "" {
+		t.Errorf("transfers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"billing: It is high because of 3 lines."}, said); diff != "" {
+		t.Errorf("what the agents said (-want +got):\n%s", diff)
+	}
+	if got := run.Usage(); got == nil || got.TotalTokenCount != 4*12 {
+		t.Errorf("usage over the tree = %+v, want 4 calls of 12 tokens", got)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 4 {
+		t.Fatalf("upstream got %d requests, want 4 (coordinator, billing, summarizer, billing)", len(seen))
+	}
+	var enum []any
+	for _, tl := range seen[0].Tools {
+		for _, fd := range tl.FunctionDeclarations {
+			if fd.Name == "transfer_to_agent" {
+				schema, _ := fd.ParametersJsonSchema.(map[string]any)
+				props, _ := schema["properties"].(map[string]any)
+				name, _ := props["agent_name"].(map[string]any)
+				enum, _ = name["enum"].([]any)
+			}
+		}
+	}
+	if !contains(enum, "billing") {
+		t.Errorf("transfer_to_agent enum = %v, want billing in it", enum)
+	}
+	// Billing's second call carries the summarizer call and its result; the
+	// ids made for Gemini's id-less call are not sent back.
+	var call *genai.FunctionCall
+	var resp *genai.FunctionResponse
+	for _, c := range seen[3].Contents {
+		for _, p := range c.Parts {
+			if p.FunctionCall != nil && p.FunctionCall.Name == "summarizer" {
+				call = p.FunctionCall
+			}
+			if p.FunctionResponse != nil && p.FunctionResponse.Name == "summarizer" {
+				resp = p.FunctionResponse
+			}
+		}
+	}
+	if call == nil || resp == nil || call.ID != "" || resp.ID != "" {
+		t.Fatalf("billing's follow-up: call %+v, response %+v; want both, without ids", call, resp)
+	}
+	if got, _ := resp.Response["text"].(string); !strings.Contains(got, "INV-7: 3 lines, 42.50 EUR.") {
+		t.Errorf("summarizer result = %v", resp.Response)
+	}
+}
+
+func part(p, finish string) string {
+	f := ""
+	if finish != "" {
+		f = `,"finishReason":"` + finish + `"`
+	}
+	return `{"candidates":[{"content":{"role":"model","parts":[` + p + `]}` + f + `}],` +
+		`"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":2,"totalTokenCount":12}}`
+}
+
+func contains(list []any, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
