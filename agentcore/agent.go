@@ -256,9 +256,11 @@ func (inv *Invocation) stateGet(key string) (any, bool) {
 }
 
 // visible reports whether an event of branch evBranch is part of the history
-// seen from branch b: events of b's ancestors and of b itself.
+// seen from branch b: events of b's ancestors and of b itself. An agent
+// outside any fan-out (b empty) sees every branch, as in ADK, so the agents
+// after a ParallelAgent see what its children said.
 func visible(evBranch, b string) bool {
-	return evBranch == "" || evBranch == b || strings.HasPrefix(b, evBranch+".")
+	return b == "" || evBranch == "" || evBranch == b || strings.HasPrefix(b, evBranch+".")
 }
 
 // ReadonlyContext is what instruction providers and toolsets may read.

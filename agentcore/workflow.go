@@ -2,7 +2,6 @@ package agentcore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -177,10 +176,11 @@ func (p *ParallelAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*ses
 			}
 		}()
 		for it := range items {
+			// The first failure ends the fan-out; when the caller's context
+			// was cancelled, that is the cancellation, which the caller must
+			// see (it is never swallowed: the branches are only cancelled
+			// here, in the deferred drain, once this loop is over).
 			if it.err != nil {
-				if errors.Is(it.err, context.Canceled) && ctx.Err() != nil {
-					continue
-				}
 				yield(nil, it.err)
 				return
 			}
