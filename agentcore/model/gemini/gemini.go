@@ -238,11 +238,12 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 }
 
 // retry reports whether attempt (0-based) may be followed by another one,
-// after waiting. Only errors that say a retry helps are retried, timeouts
-// excepted, and never beyond MaxRetries or a Retry-After above the cap.
+// after waiting. Only errors that say a retry helps are retried, our own
+// timeout excepted (an upstream 408 is retried), and never beyond MaxRetries
+// or a Retry-After above the cap.
 func (c *call) retry(ctx context.Context, err error, attempt int) bool {
 	me, ok := model.AsError(err)
-	if !ok || !me.Retryable || me.Code == "timeout" || attempt >= c.p.retries {
+	if !ok || !me.Retryable || (me.Code == "timeout" && me.Status == 0) || attempt >= c.p.retries {
 		return false
 	}
 	delay := min(firstRetryDelay<<attempt, maxRetryDelay)
