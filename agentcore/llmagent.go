@@ -617,7 +617,12 @@ wait:
 		if r.resp == nil {
 			continue
 		}
-		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.call.ID, Name: r.call.Name, Response: r.resp}})
+		resp := r.resp
+		if len(resp) == 0 {
+			// Gemini rejects an empty response object; ADK wraps as result.
+			resp = map[string]any{"result": nil}
+		}
+		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.call.ID, Name: r.call.Name, Response: resp}})
 	}
 	if len(ev.Content.Parts) == 0 {
 		ev.Content = nil

@@ -26,7 +26,7 @@ func (a *Aggregator) Add(r *Response) {
 		}
 		if p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil && p.FileData == nil &&
 			p.ExecutableCode == nil && p.CodeExecutionResult == nil {
-			if p.Text == "" {
+			if p.Text == "" && len(p.ThoughtSignature) == 0 {
 				continue
 			}
 			if n := len(a.parts); n > 0 {
@@ -35,6 +35,9 @@ func (a *Aggregator) Add(r *Response) {
 					prev.FileData == nil && prev.ExecutableCode == nil && prev.CodeExecutionResult == nil {
 					merged := *prev
 					merged.Text += p.Text
+					if len(p.ThoughtSignature) > 0 {
+						merged.ThoughtSignature = p.ThoughtSignature
+					}
 					a.parts[n-1] = &merged
 					continue
 				}
