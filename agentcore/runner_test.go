@@ -275,3 +275,61 @@ func TestRunWithoutMessage(t *testing.T) {
 		t.Errorf("stored (-want +got):\n%s", diff)
 	}
 }
+
+// The runner stamps events with its clock and id generator, so streams are
+// reproducible in tests.
+func TestRunnerClockAndIDs(t *testing.T) {
+	h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: replies(textResp("hi"))}))
+	h.mustRun("s1", userText("hello"), agentcore.RunConfig{})
+	var got []string
+	for _, e := range h.session("s1").Events {
+		got = append(got, e.ID+" "+e.InvocationID+" "+e.Timestamp.Format("15:04:05.000"))
+	}
+	want := []string{"id-0002 e-id-0001 03:04:05.002", "id-0003 e-id-0001 03:04:05.004"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ids and timestamps (-want +got):\n%s", diff)
+	}
+}
+
+// Whatever shape the model's answer takes, the run neither panics nor
+// stores junk.
+func TestOddModelOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resp      *model.Response
+		wantParts []string // rendered parts of the stored model event
+		wantResp  string   // the result of the call, as JSON
+	}{
+		{name: "no content", resp: &model.Response{TurnComplete: true}},
+		{name: "empty and nil parts dropped", resp: &model.Response{Content: &genai.Content{Parts: []*genai.Part{nil, {Text: ""}, {Text: "kept"}}}},
+			wantParts: []string{"model: kept"}},
+		{name: "call without an id gets one", resp: callResp("", "echo", map[string]any{"a": 1}),
+			wantParts: []string{`model: call echo {"a":1}`}, wantResp: `{"echo":{"a":1}}`},
+		{name: "call without a name", resp: callResp("c1", "", nil),
+			wantParts: []string{"model: call  null"}, wantResp: `{"error":"tool \"\" not found; available tools: echo"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := replies(tc.resp, textResp("after"))
+			h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m, Tools: []agentcore.Tool{echoTool(t, "echo")}}))
+			evs := h.mustRun("s1", userText("hi"), agentcore.RunConfig{})
+			var parts []string
+			if evs[0].Content != nil {
+				parts = render([]*genai.Content{evs[0].Content})
+			}
+			if diff := cmp.Diff(tc.wantParts, parts); diff != "" {
+				t.Errorf("model event parts (-want +got):\n%s", diff)
+			}
+			if tc.wantResp == "" {
+				return
+			}
+			calls := evs[0].FunctionCalls()
+			if len(calls) != 1 || calls[0].ID == "" {
+				t.Fatalf("calls %+v", calls)
+			}
+			got := responses(evs)
+			if diff := cmp.Diff(tc.wantResp, jsonString(got[calls[0].ID])); diff != "" {
+				t.Errorf("result for %s (-want +got):\n%s", calls[0].ID, diff)
+			}
+		})
+	}
+}

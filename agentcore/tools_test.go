@@ -306,3 +306,21 @@ func TestAgentToolNestedSubConversations(t *testing.T) {
 		t.Errorf("bottom's second request (-want +got):\n%s", diff)
 	}
 }
+
+// Toolsets are asked for their tools at every request; their tools are
+// offered and called like the agent's own, which win on a name clash.
+func TestToolsets(t *testing.T) {
+	m := replies(callResp("c1", "listed", map[string]any{"q": "x"}), textResp("ok"))
+	shadow := fnTool(t, "echo", func(context.Context, *agentcore.ToolContext, struct{}) (string, error) { return "shadowed", nil })
+	a := mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m, Tools: []agentcore.Tool{echoTool(t, "echo")},
+		Toolsets: []agentcore.Toolset{agentcore.NewStaticToolset("static", echoTool(t, "listed"), shadow)}})
+	evs := newHarness(t, a).mustRun("s1", userText("hi"), agentcore.RunConfig{})
+	for i, r := range m.requests() {
+		if diff := cmp.Diff([]string{"echo", "listed"}, declNames(r)); diff != "" {
+			t.Errorf("request %d offers (-want +got):\n%s", i+1, diff)
+		}
+	}
+	if diff := cmp.Diff(`{"echo":{"q":"x"}}`, jsonString(responses(evs)["c1"])); diff != "" {
+		t.Errorf("toolset tool result (-want +got):\n%s", diff)
+	}
+}
