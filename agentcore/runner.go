@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,6 +207,7 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 		if t.invID != "" {
 			invID = t.invID
 		}
+		ctx := WithLogAttrs(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
 		if t.out != nil {
 			t.out.mu.Lock()
 			t.out.invID, t.out.agent = invID, target.Name()
@@ -333,18 +335,26 @@ type callLocation struct {
 // locate finds the call a function response answers, searching this
 // session, then the sub-conversations of agent-tool calls still waiting.
 func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string) (callLocation, error) {
+	// A call is still open when no response answers it (for long-running
+	// calls: no response from the client).
 	answered := map[string]bool{}
-	for i := len(sess.Events) - 1; i >= 0; i-- {
-		ev := sess.Events[i]
-		for _, c := range ev.FunctionCalls() {
-			if c.ID == callID {
-				return callLocation{author: ev.Author, invID: ev.InvocationID, name: c.Name}, nil
+	longRunning := map[string]bool{}
+	for _, ev := range sess.Events {
+		for _, id := range ev.LongRunningToolIDs {
+			longRunning[id] = true
+		}
+		for _, r := range ev.FunctionResponses() {
+			if !longRunning[r.ID] || ev.Author == "user" {
+				answered[r.ID] = true
 			}
 		}
 	}
-	for _, ev := range sess.Events {
-		for _, r := range ev.FunctionResponses() {
-			answered[r.ID] = true
+	for i := len(sess.Events) - 1; i >= 0; i-- {
+		ev := sess.Events[i]
+		for _, c := range ev.FunctionCalls() {
+			if c.ID == callID && !answered[c.ID] && ev.Author != "user" {
+				return callLocation{author: ev.Author, invID: ev.InvocationID, name: c.Name}, nil
+			}
 		}
 	}
 	for i := len(sess.Events) - 1; i >= 0; i-- {

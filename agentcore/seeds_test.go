@@ -14,7 +14,7 @@ import (
 // scripted model.
 func coordinatorTree(t *testing.T) *agentcore.LlmAgent {
 	t.Helper()
-	m, err := scripted.New("demo-1", scripted.Config{ChunkSize: 6, Rules: []scripted.Rule{
+	m, err := scripted.New("demo-1", scripted.Config{ChunkSize: 6, NewCallID: counterIDs("call_"), Rules: []scripted.Rule{
 		{Agent: "coordinator", Match: "hello|hi", Call: &scripted.Call{Name: "transfer_to_agent", Args: map[string]any{"agent_name": "greeter"}}},
 		{Agent: "coordinator", Match: "task", Call: &scripted.Call{Name: "transfer_to_agent", Args: map[string]any{"agent_name": "task_executor"}}},
 		{Agent: "greeter", Reply: "Hello there! Welcome."},
@@ -71,7 +71,7 @@ func TestNextTurnRouting(t *testing.T) {
 // analystTree is the seed's AgentTool example.
 func analystTree(t *testing.T) *agentcore.LlmAgent {
 	t.Helper()
-	m, err := scripted.New("demo-1", scripted.Config{ChunkSize: 10, Rules: []scripted.Rule{
+	m, err := scripted.New("demo-1", scripted.Config{ChunkSize: 10, NewCallID: counterIDs("call_"), Rules: []scripted.Rule{
 		{Agent: "analyst", AfterTool: "summarizer", Reply: "The summary: {response.text}"},
 		{Agent: "analyst", Match: "summari[sz]e", Call: &scripted.Call{Name: "summarizer", Args: map[string]any{"request": "{last}"}}},
 		{Agent: "summarizer", Reply: "- point one\n- point two\n- point three"},

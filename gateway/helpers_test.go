@@ -64,7 +64,11 @@ var demoRules = []scripted.Rule{
 	{Agent: "coordinator", WhenTool: "get_weather", Match: "weather", Call: &scripted.Call{Name: "get_weather", Args: map[string]any{"location": "Paris"}}},
 	{Agent: "coordinator", AfterTool: "get_weather", Reply: "Client says: {response.forecast}"},
 	{Agent: "coordinator", Match: "refund", Call: &scripted.Call{Name: "transfer_to_agent", Args: map[string]any{"agent_name": "billing"}}},
+	{Agent: "coordinator", AfterTool: "auditor", Reply: "Audit result: {response.text}"},
+	{Agent: "coordinator", Match: "audit", Call: &scripted.Call{Name: "auditor", Args: map[string]any{"request": "{last}"}}},
 	{Agent: "coordinator", Reply: "Coordinator here. You said: {last}"},
+	{Agent: "auditor", AfterTool: "confirm", Reply: "audited, confirmed={response.ok}"},
+	{Agent: "auditor", WhenTool: "confirm", Call: &scripted.Call{Name: "confirm", Args: map[string]any{"what": "{last}"}}},
 	{Agent: "greeter", Reply: "Hello from the greeter!"},
 	{Agent: "summarizer", Reply: "short version of: {last}"},
 	{Agent: "billing", WhenTool: "issue_refund", Call: &scripted.Call{Name: "issue_refund", Args: map[string]any{"amount": 42}}},
@@ -90,7 +94,8 @@ func newFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *fixture {
 	set := spec.Set{
 		Providers: []spec.Provider{{Name: "demo", Type: "scripted", ChunkSize: 4, Rules: demoRules}, {Name: "fk", Type: "fake"}},
 		Agents: []spec.Agent{
-			{Name: "coordinator", Model: "demo/coord", Description: "Routes.", Instruction: "Route.", SubAgents: []string{"greeter", "billing"}, AgentTools: []string{"summarizer"}},
+			{Name: "coordinator", Model: "demo/coord", Description: "Routes.", Instruction: "Route.", SubAgents: []string{"greeter", "billing"}, AgentTools: []string{"summarizer", "auditor"}},
+			{Name: "auditor", Model: "demo/auditor", Description: "Audits with the user's confirmation.", Tools: []spec.Tool{{Name: "confirm", Kind: "client"}}},
 			{Name: "greeter", Model: "demo/greeter", Description: "Greets."},
 			{Name: "billing", Model: "demo/billing", Description: "Refunds.", Tools: []spec.Tool{{Name: "issue_refund", Kind: "client", Description: "Refund in the client's system"}}},
 			{Name: "summarizer", Model: "demo/summ", Description: "Summarizes."},

@@ -585,3 +585,68 @@ func TestHealthAndReady(t *testing.T) {
 		t.Errorf("unknown /v1 route: %d %v", resp.StatusCode, m)
 	}
 }
+
+// A client action declared on an agent called as a tool surfaces as
+// <agent>__<action>; its result resumes the child, then the parent.
+func TestClientActionInsideAgentTool(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client()
+	msgs := []openai.ChatCompletionMessageParamUnion{userMsg("please audit the books")}
+	comp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "desk", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := comp.Choices[0].Message.ToolCalls
+	if len(calls) != 1 || calls[0].Function.Name != "auditor__confirm" || comp.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("choice %+v", comp.Choices[0])
+	}
+	if comp.Choices[0].Message.Content != "" {
+		t.Errorf("the child's text leaked: %q", comp.Choices[0].Message.Content)
+	}
+	msgs = append(msgs, comp.Choices[0].Message.ToParam(), openai.ToolMessage(`{"ok":true}`, calls[0].ID))
+	comp, err = c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "desk", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := comp.Choices[0].Message.Content; got != "Audit result: audited, confirmed=true" {
+		t.Errorf("answer %q", got)
+	}
+}
+
+// response_format's schema and the sampling fields reach the root agent's
+// model; without include_usage no usage chunk is sent.
+func TestResponseFormatAndSamplingReachModel(t *testing.T) {
+	f := newFixture(t, nil)
+	resp := f.post("/v1/chat/completions", `{"model":"fake","stream":true,"temperature":0.25,"max_tokens":77,"stop":"END",
+		"response_format":{"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object","properties":{"a":{"type":"string"}}}}},
+		"messages":[{"role":"user","content":"x"}]}`)
+	data, _ := sseFrames(t, resp.Body)
+	resp.Body.Close()
+	for _, d := range data {
+		if strings.Contains(d, `"usage"`) {
+			t.Errorf("usage chunk without include_usage: %s", d)
+		}
+	}
+	req := f.fakes["solo"].requests()[0]
+	cfg := req.Config
+	if cfg.ResponseMIMEType != "application/json" || cfg.ResponseJsonSchema == nil {
+		t.Errorf("schema not applied: %q %v", cfg.ResponseMIMEType, cfg.ResponseJsonSchema)
+	}
+	if cfg.Temperature == nil || *cfg.Temperature != 0.25 || cfg.MaxOutputTokens != 77 || len(cfg.StopSequences) != 1 || cfg.StopSequences[0] != "END" {
+		t.Errorf("sampling not applied: temp %v max %d stop %v", cfg.Temperature, cfg.MaxOutputTokens, cfg.StopSequences)
+	}
+}
+
+func TestRequestIDEchoed(t *testing.T) {
+	f := newFixture(t, nil)
+	resp := f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`, "X-Request-Id", "abc-123")
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); got != "abc-123" {
+		t.Errorf("X-Request-Id = %q", got)
+	}
+	resp = f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`)
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); !strings.HasPrefix(got, "req_") {
+		t.Errorf("generated X-Request-Id = %q", got)
+	}
+}

@@ -6,12 +6,13 @@ package scripted
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"iter"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -61,6 +62,9 @@ type Config struct {
 	ChunkSize int `yaml:"chunk_size" json:"chunk_size,omitempty"`
 	// ChunkDelay pauses between streamed deltas (default none).
 	ChunkDelay time.Duration `yaml:"chunk_delay" json:"chunk_delay,omitempty"`
+	// NewCallID generates function-call ids (default: "call_" and 32 random
+	// hex digits); tests set a deterministic one.
+	NewCallID func() string `yaml:"-" json:"-"`
 }
 
 // Model is a scripted model under one id. It is safe for concurrent use.
@@ -68,7 +72,12 @@ type Model struct {
 	id    string
 	cfg   Config
 	match []*regexp.Regexp
-	calls atomic.Int64
+}
+
+func randomCallID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
 }
 
 var _ model.LLM = (*Model)(nil)
@@ -76,6 +85,9 @@ var _ model.LLM = (*Model)(nil)
 // New validates cfg (regular expressions compile) and returns a model.
 func New(id string, cfg Config) (*Model, error) {
 	m := &Model{id: id, cfg: cfg, match: make([]*regexp.Regexp, len(cfg.Rules))}
+	if m.cfg.NewCallID == nil {
+		m.cfg.NewCallID = randomCallID
+	}
 	for i, r := range cfg.Rules {
 		if r.Reply == "" && r.Call == nil {
 			return nil, fmt.Errorf("rules[%d]: needs a reply or a call", i)
@@ -147,8 +159,7 @@ func (m *Model) GenerateContent(ctx context.Context, req *model.Request, stream 
 			for k, v := range call.Args {
 				args[k] = expandValue(v, view)
 			}
-			n := m.calls.Add(1)
-			parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: fmt.Sprintf("call_%032d", n), Name: call.Name, Args: args}})
+			parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: m.cfg.NewCallID(), Name: call.Name, Args: args}})
 		}
 		completion := int32(len(text)/4 + 1)
 		if call != nil {
