@@ -193,3 +193,9 @@ func authors(evs []*sessions.Event) []string {
 	}
 	return out
 }
+
+// counterIDs returns a deterministic id generator: prefix + 32 digits.
+func counterIDs(prefix string) func() string {
+	var n atomic.Int64
+	return func() string { return fmt.Sprintf("%s%032d", prefix, n.Add(1)) }
+}
