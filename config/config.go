@@ -132,10 +132,21 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if err := enc.Encode(&root); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	text := bytes.Clone(expanded.Bytes())
 	dec := yaml.NewDecoder(&expanded)
 	dec.KnownFields(true)
 	cfg := &Config{}
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			var reparsed yaml.Node
+			_ = yaml.Unmarshal(text, &reparsed)
+			var errs []error
+			for _, msg := range te.Errors {
+				errs = append(errs, errors.New(withKeyPath(&reparsed, msg)))
+			}
+			return nil, errors.Join(errs...)
+		}
 		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	cfg.applyDefaults()
@@ -172,11 +183,13 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "${") {
 			n.Value = Expand(n.Value, lookup)
-			if n.Tag == "!!str" || n.Style != 0 {
-				n.Style = yaml.DoubleQuotedStyle
-				n.Tag = "!!str"
+			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				// A quoted value stays a string.
+				n.Style, n.Tag = yaml.DoubleQuotedStyle, "!!str"
 			} else {
-				n.Tag = ""
+				// A plain value is typed by what it expands to (a port, a
+				// duration, a boolean).
+				n.Style, n.Tag = 0, ""
 			}
 		}
 	}
@@ -285,4 +298,59 @@ func (c *Config) Validate() error {
 // Spec returns the declarative agent set of the file.
 func (c *Config) Spec() spec.Set {
 	return spec.Set{Providers: c.Providers, Agents: c.Agents, Models: c.Models}
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): `)
+
+// withKeyPath prefixes a decoding error ("line 3: ...") with the key path
+// found on that line, e.g. "server.max_body_bytes (line 3): ...".
+func withKeyPath(root *yaml.Node, msg string) string {
+	m := lineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	var line int
+	fmt.Sscan(m[1], &line)
+	if path := keyPathAt(root, line, ""); path != "" {
+		return fmt.Sprintf("%s (line %d): %s", path, line, msg[len(m[0]):])
+	}
+	return msg
+}
+
+// keyPathAt finds the dotted key path (with [i] for sequences) of the key
+// or value that starts on line.
+func keyPathAt(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p := keyPathAt(c, line, prefix); p != "" {
+				return p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if k.Line == line {
+				return path
+			}
+			if p := keyPathAt(v, line, path); p != "" {
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			path := fmt.Sprintf("%s[%d]", prefix, i)
+			if c.Kind == yaml.ScalarNode && c.Line == line {
+				return path
+			}
+			if p := keyPathAt(c, line, path); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }

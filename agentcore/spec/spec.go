@@ -157,12 +157,11 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 	b := &builder{set: set, opts: opts, agents: map[string]agentcore.Agent{}, specIdx: map[string]int{}, llms: map[string]model.LLM{}}
 	b.providers()
 	b.indexAgents()
-	if len(b.errs) == 0 {
-		b.checkCycles()
-	}
-	if len(b.errs) == 0 {
+	if b.checkCycles() {
 		for i := range set.Agents {
-			b.build(set.Agents[i].Name)
+			if _, ok := b.specIdx[set.Agents[i].Name]; ok {
+				b.build(set.Agents[i].Name)
+			}
 		}
 	}
 	cat := &Catalog{byID: map[string]*App{}, Agents: b.agents}
@@ -294,8 +293,8 @@ func (b *builder) indexAgents() {
 }
 
 // checkCycles rejects specs whose sub_agents or agent_tools lead back to an
-// agent on the path.
-func (b *builder) checkCycles() {
+// agent on the path; it reports whether there is none.
+func (b *builder) checkCycles() bool {
 	state := map[string]int{} // 0 new, 1 on path, 2 done
 	var path []string
 	var visit func(name string) bool
@@ -312,6 +311,9 @@ func (b *builder) checkCycles() {
 		path = append(path, name)
 		a := b.set.Agents[b.specIdx[name]]
 		for _, next := range slices.Concat(a.SubAgents, a.AgentTools) {
+			if _, known := b.specIdx[next]; !known {
+				continue
+			}
 			if !visit(next) {
 				return false
 			}
@@ -321,10 +323,11 @@ func (b *builder) checkCycles() {
 		return true
 	}
 	for _, a := range b.set.Agents {
-		if !visit(a.Name) {
-			return
+		if _, known := b.specIdx[a.Name]; known && !visit(a.Name) {
+			return false
 		}
 	}
+	return true
 }
 
 func (b *builder) llm(key, ref string) model.LLM {
@@ -361,6 +364,10 @@ func (b *builder) build(name string) agentcore.Agent {
 	var subs []agentcore.Agent
 	okSubs := true
 	for _, n := range s.SubAgents {
+		if _, known := b.specIdx[n]; !known {
+			okSubs = false
+			continue
+		}
 		sa := b.build(n)
 		if sa == nil {
 			okSubs = false
@@ -399,6 +406,10 @@ func (b *builder) build(name string) agentcore.Agent {
 		llm := b.llm(key, s.Model)
 		tools := b.tools(key, s)
 		for _, n := range s.AgentTools {
+			if _, known := b.specIdx[n]; !known {
+				okSubs = false
+				continue
+			}
 			ta := b.build(n)
 			if ta == nil {
 				okSubs = false

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func lookupFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestBadConfigExitsTwoNamingEachKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := `
+providers: [{name: demo, type: scripted, rules: [{reply: hi}]}]
+agents:
+  - {name: desk, model: demo/x, sub_agents: [billing]}
+  - {name: billing, model: demo/x}
+  - {name: other, model: demo/x, sub_agents: [biling]}
+  - {name: broken, model: nowhere/x}
+models: [{id: desk, agent: desk}]
+`
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{`agents[2].sub_agents: unknown agent "biling"`, `agents[3].model: unknown provider "nowhere"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// Unknown keys are errors too.
+	if err := os.WriteFile(path, []byte("servr: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), "servr") {
+		t.Errorf("unknown key: exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+// The flag beats the environment, which beats the file; the default config
+// serves offline; cancelling stops it with status 0.
+func TestRunServesDefaultConfig(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	env := lookupFrom(map[string]string{"AGENTGATE_CONFIG": "../../config.yaml", "AGENTGATE_ADDR": "127.0.0.1:1"})
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, env, &stdout, &stderr, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("exited %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"support-desk","messages":[{"role":"user","content":"hello"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop")
+	}
+}

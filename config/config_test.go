@@ -1,0 +1,81 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentgate/agentgate/config"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseDefaultsAndExpansion(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+server:
+  addr: ${ADDR}
+  max_body_bytes: ${MAX_BODY:-1024}
+  shutdown_grace: 5s
+sessions:
+  redis_url: redis://${REDIS_HOST:-localhost}:6379/1
+providers:
+  - name: openai
+    type: openai
+    api_key: ${OPENAI_API_KEY}
+    base_url: "${OPENAI_BASE_URL}"
+`), env(map[string]string{"ADDR": ":9999", "OPENAI_API_KEY": "sk-test", "REDIS_HOST": "cache"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Addr != ":9999" || cfg.Server.MaxBodyBytes != 1024 || cfg.Server.ShutdownGrace != 5*time.Second {
+		t.Errorf("server = %+v", cfg.Server)
+	}
+	if cfg.Sessions.RedisURL != "redis://cache:6379/1" || cfg.Sessions.Backend != "memory" || cfg.Sessions.KeyPrefix != "agentgate:" {
+		t.Errorf("sessions = %+v", cfg.Sessions)
+	}
+	if cfg.Providers[0].APIKey.Reveal() != "sk-test" || cfg.Providers[0].BaseURL != "" {
+		t.Errorf("provider = %+v", cfg.Providers[0])
+	}
+	if cfg.Server.KeepaliveInterval != config.DefaultKeepaliveInterval || cfg.Auth.Mode != "none" || cfg.Log.Format != "json" {
+		t.Errorf("defaults not applied: %+v %+v", cfg.Server, cfg.Auth)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown key", "server:\n  adress: x\n", []string{"field adress not found"}},
+		{"unknown top-level key", "servers: {}\n", []string{"field servers not found"}},
+		{"wrong type", "server:\n  max_body_bytes: lots\n", []string{"max_body_bytes", "lots"}},
+		{"bad backend", "sessions:\n  backend: mongo\n", []string{`sessions.backend: must be memory or redis, not "mongo"`}},
+		{"bad auth", "auth:\n  mode: jwt\n", []string{"auth.jwt: mode jwt needs"}},
+		{"several problems", "sessions:\n  backend: x\nlog:\n  level: loud\n", []string{"sessions.backend", "log.level"}},
+		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.yaml), nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRepositoryConfigLoads(t *testing.T) {
+	cfg, err := config.Load("../config.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Models) == 0 || cfg.Models[0].ID != "support-desk" || cfg.Sessions.Backend != "memory" {
+		t.Errorf("default config: %+v", cfg.Models)
+	}
+}
