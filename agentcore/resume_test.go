@@ -232,20 +232,38 @@ func TestPauseTwoAgentToolsDeep(t *testing.T) {
 	}
 }
 
+// A function response must answer a call that is still open: an unknown
+// id, or a call already answered, is an *UnknownCallError and stores nothing.
 func TestResumeUnknownCall(t *testing.T) {
-	m := replies(callResp("c1", agentcore.GetUserChoiceToolName, map[string]any{"options": []any{"a"}}), textResp("ok"))
-	h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m, Tools: []agentcore.Tool{agentcore.GetUserChoice()}}))
-	h.mustRun("s1", userText("hi"), agentcore.RunConfig{})
-	before := len(h.session("s1").Events)
-	_, _, err := h.resume("c404", agentcore.GetUserChoiceToolName, map[string]any{"choice": "a"})
-	var unknown *agentcore.UnknownCallError
-	if !errors.As(err, &unknown) || unknown.ID != "c404" {
-		t.Fatalf("err = %v, want *UnknownCallError for c404", err)
-	}
-	if after := len(h.session("s1").Events); after != before {
-		t.Errorf("a rejected answer stored %d events", after-before)
-	}
-	if n := len(m.requests()); n != 1 {
-		t.Errorf("model called %d times", n)
+	for _, tc := range []struct {
+		name     string
+		answered bool // answer c1 once before
+		id       string
+	}{
+		{"unknown id", false, "c404"},
+		{"already answered", true, "c1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := replies(callResp("c1", agentcore.GetUserChoiceToolName, map[string]any{"options": []any{"a"}}), textResp("ok"))
+			h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m, Tools: []agentcore.Tool{agentcore.GetUserChoice()}}))
+			h.mustRun("s1", userText("hi"), agentcore.RunConfig{})
+			if tc.answered {
+				if _, _, err := h.resume("c1", agentcore.GetUserChoiceToolName, map[string]any{"choice": "a"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, calls := len(h.session("s1").Events), len(m.requests())
+			_, _, err := h.resume(tc.id, agentcore.GetUserChoiceToolName, map[string]any{"choice": "a"})
+			var unknown *agentcore.UnknownCallError
+			if !errors.As(err, &unknown) || unknown.ID != tc.id {
+				t.Fatalf("err = %v, want *UnknownCallError for %s", err, tc.id)
+			}
+			if after := len(h.session("s1").Events); after != before {
+				t.Errorf("a rejected answer stored %d events", after-before)
+			}
+			if n := len(m.requests()); n != calls {
+				t.Errorf("model called %d more times", n-calls)
+			}
+		})
 	}
 }
