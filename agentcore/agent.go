@@ -93,6 +93,9 @@ type Invocation struct {
 	// sub-conversations, keyed by the id of the agent-tool call that leads
 	// there.
 	resume map[string]*genai.Content
+	// confirmations are the client's answers for calls being run again
+	// after a confirmation request, by call id.
+	confirmations map[string]*ToolConfirmation
 }
 
 // invShared is what every agent of one invocation shares.
@@ -352,6 +355,9 @@ type ToolContext struct {
 	resume *genai.Content
 	// emit forwards events of sub-invocations to the caller's stream.
 	emit func(*sessions.Event)
+	// confirmation is the client's answer when the call is run again
+	// after a confirmation request.
+	confirmation *ToolConfirmation
 }
 
 // FunctionCallID is the id of the call being run.

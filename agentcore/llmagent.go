@@ -209,7 +209,11 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 		yield(nil, err)
 		return false
 	}
-	// A resumed invocation first finishes the calls that were waiting.
+	// A resumed invocation first runs the calls the client has approved
+	// or rejected, then finishes the calls that were waiting.
+	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {
+		return next
+	}
 	if last, pending := a.pendingCalls(inv); last != nil {
 		var resumable []*genai.FunctionCall
 		for _, c := range pending {
@@ -294,7 +298,13 @@ func (a *LlmAgent) afterCalls(ctx context.Context, inv *Invocation, calls []*gen
 		if !yield(respEv, nil) {
 			return false, false
 		}
-		if target := respEv.Actions.TransferToAgent; target != "" {
+		for _, ask := range inv.confirmationRequests(respEv, calls) {
+			if !yield(ask, nil) {
+				return false, false
+			}
+			paused = append(paused, ask.LongRunningToolIDs...)
+		}
+		if target := respEv.Actions.TransferToAgent; target != "" && len(paused) == 0 {
 			to := inv.resolveTransfer(a, target)
 			if to == nil {
 				yield(nil, fmt.Errorf("agent %s: transfer target %q vanished", a.cfg.Name, target))
@@ -636,7 +646,8 @@ wait:
 // runCall runs one function call through the callbacks; failures and panics
 // become {"error": ...} results.
 func (a *LlmAgent) runCall(ctx context.Context, inv *Invocation, call *genai.FunctionCall, tools *turnTools, emit func(*sessions.Event)) (res callResult) {
-	tc := &ToolContext{CallbackContext: *newCallbackContext(inv), callID: call.ID, resume: inv.resume[call.ID], emit: emit}
+	tc := &ToolContext{CallbackContext: *newCallbackContext(inv), callID: call.ID, resume: inv.resume[call.ID], emit: emit,
+		confirmation: inv.confirmations[call.ID]}
 	res = callResult{call: call, tc: tc}
 	start := time.Now()
 	t, found := tools.byName[call.Name]
@@ -663,6 +674,10 @@ func (a *LlmAgent) runCall(ctx context.Context, inv *Invocation, call *genai.Fun
 	args := maps.Clone(call.Args)
 	if args == nil {
 		args = map[string]any{}
+	}
+	if resp, done := gateConfirmation(tc, t, args); done {
+		res.resp = resp
+		return res
 	}
 	cb := a.cfg.Callbacks
 	if cb.BeforeTool != nil {

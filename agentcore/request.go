@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -175,6 +176,9 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 
 	var out []*genai.Content
 	for _, ev := range evs {
+		if slices.ContainsFunc(ev.Content.Parts, isConfirmationPart) {
+			continue
+		}
 		if !own(ev) {
 			if c := foreignContent(ev); c != nil {
 				out = append(out, c)

@@ -375,7 +375,8 @@ func copySessions(ctx context.Context, from *sessions.MemoryService, to sessions
 
 // encoderFor configures the chunk encoder of a turn.
 func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
-	names := map[string]string{agentcore.GetUserChoiceToolName: agentcore.GetUserChoiceToolName}
+	names := map[string]string{agentcore.GetUserChoiceToolName: agentcore.GetUserChoiceToolName,
+		agentcore.RequestConfirmationToolName: agentcore.RequestConfirmationToolName}
 	for _, d := range turn.req.ClientTools {
 		names[d.Name] = d.Name
 	}
