@@ -133,6 +133,7 @@ type branchItem struct {
 // Run implements Agent.
 func (p *ParallelAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
 	return func(yield func(*sessions.Event, error) bool) {
+		parent := ctx
 		ctx, cancel := context.WithCancel(ctx)
 		items := make(chan branchItem)
 		var wg sync.WaitGroup
@@ -176,10 +177,7 @@ func (p *ParallelAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*ses
 			}
 		}()
 		for it := range items {
-			// The first failure ends the fan-out; when the caller's context
-			// was cancelled, that is the cancellation, which the caller must
-			// see (it is never swallowed: the branches are only cancelled
-			// here, in the deferred drain, once this loop is over).
+			// The first failure ends the fan-out.
 			if it.err != nil {
 				yield(nil, it.err)
 				return
@@ -188,6 +186,12 @@ func (p *ParallelAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*ses
 				return
 			}
 			close(it.done)
+		}
+		// Branches stopped by the caller's cancellation may end without
+		// reporting it (they give up sending once ctx is done); the caller
+		// must still learn that the fan-out did not finish.
+		if err := parent.Err(); err != nil {
+			yield(nil, err)
 		}
 	}
 }
