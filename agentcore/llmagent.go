@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -163,6 +164,7 @@ func (a *LlmAgent) Config() LlmConfig { return a.cfg }
 // Run implements Agent.
 func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
 	return func(yield func(*sessions.Event, error) bool) {
+		ctx := WithLogAttrs(ctx, slog.String("agent", a.cfg.Name))
 		inv = inv.withAgent(a)
 		if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
 			cc := newCallbackContext(inv)

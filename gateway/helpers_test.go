@@ -90,7 +90,6 @@ type fixtureOpt func(*gateway.Config)
 // (one agent on a fake model whose behaviour the test gives).
 func newFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{t: t, fakes: map[string]*fakeModel{}}
 	set := spec.Set{
 		Providers: []spec.Provider{{Name: "demo", Type: "scripted", ChunkSize: 4, Rules: demoRules}, {Name: "fk", Type: "fake"}},
 		Agents: []spec.Agent{
@@ -104,6 +103,13 @@ func newFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *fixture {
 		},
 		Models: []spec.VirtualModel{{ID: "desk", Agent: "coordinator", RouteNextTurn: "root"}, {ID: "fake", Agent: "solo"}, {ID: "team/flow", Agent: "flow"}},
 	}
+	return newFixtureWith(t, set, fake, opts...)
+}
+
+// newFixtureWith serves set; providers of type "fake" run fake.
+func newFixtureWith(t *testing.T, set spec.Set, fake fakeFn, opts ...fixtureOpt) *fixture {
+	t.Helper()
+	f := &fixture{t: t, fakes: map[string]*fakeModel{}}
 	if fake == nil {
 		fake = func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
 			yield(textFinal("fake answer"), nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -86,13 +87,16 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
 		return
 	}
-	ctx := c.Request.Context()
-	turn, err := s.prepareChat(ctx, c.Request.Header, a, req)
+	noteModel(c, a.ID)
+	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
 	defer turn.release()
+	if turn.stored {
+		annotate(c, slog.String("session_id", turn.sessionID))
+	}
 	if req.Stream {
 		s.streamChat(c, turn, req)
 	} else {
@@ -466,15 +470,17 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 			}
 			if err == nil {
 				_ = w.frame([]byte(openaiwire.DoneFrame))
+				annotateRun(c, run)
 				return
 			}
 		}
 	}
+	annotateRun(c, run)
 	ae := classify(err)
 	if ae.status == 499 {
 		return // the client is gone
 	}
-	s.log.WarnContext(ctx, "chat completion failed", "err", err, "request_id", requestIDOf(c), "model", turn.app.ID)
+	s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", err)
 	if w == nil {
 		writeOpenAIError(c, ae)
 		return
@@ -505,10 +511,11 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	if runErr == nil {
 		runErr = s.afterRun(ctx, turn, enc.ToolCalls())
 	}
+	annotateRun(c, run)
 	if runErr != nil {
 		ae := classify(runErr)
 		if ae.status != 499 {
-			s.log.WarnContext(ctx, "chat completion failed", "err", runErr, "request_id", requestIDOf(c), "model", turn.app.ID)
+			s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", runErr)
 			writeOpenAIError(c, ae)
 		}
 		return

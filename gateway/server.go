@@ -21,6 +21,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/artifact"
 	"github.com/agentgate/agentgate/agentcore/memory"
 	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	Memory    memory.Service
 	Logger    *slog.Logger
 	Observer  agentcore.Observer
+	// Metrics, when set, records Prometheus metrics (served on /metrics):
+	// it instruments the routes, the runtime (as an Observer beside
+	// Observer) and the session store and locker.
+	Metrics *metrics.Metrics
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64
 	// KeepaliveInterval spaces SSE keepalive comments (default 15s).
@@ -82,6 +87,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Logger = slog.New(agentcore.NewLogHandler(cfg.Logger.Handler()))
+	if cfg.Metrics != nil {
+		cfg.Sessions, cfg.Locker = cfg.Metrics.Sessions(cfg.Sessions), cfg.Metrics.Locker(cfg.Locker)
+		if cfg.Observer == nil {
+			cfg.Observer = cfg.Metrics
+		} else {
+			cfg.Observer = observers{cfg.Observer, cfg.Metrics}
+		}
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
@@ -118,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
+	if cfg.Metrics != nil {
+		e.Use(s.instrument)
+	}
 	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody)
 	s.routes(e)
 	s.engine = e
@@ -127,6 +144,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes(e *gin.Engine) {
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
+	if s.cfg.Metrics != nil {
+		e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	}
 
 	v1 := e.Group("/v1")
 	v1.GET("/models", s.listModels)
@@ -177,6 +197,7 @@ func (s *Server) requestID(c *gin.Context) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	c.Set(ctxRequestID, id)
+	annotate(c, slog.String("request_id", id))
 	c.Header("X-Request-Id", id)
 	c.Next()
 }
@@ -192,7 +213,7 @@ func (s *Server) recovery(c *gin.Context) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p), "request_id", requestIDOf(c))
+			s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p))
 			if c.Writer.Written() {
 				c.Abort()
 				return
@@ -213,7 +234,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	s.log.InfoContext(c.Request.Context(), "request", "method", c.Request.Method, "route", c.FullPath(),
-		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000, "request_id", requestIDOf(c))
+		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
 }
 
 func (s *Server) cors(c *gin.Context) {

@@ -24,12 +24,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/model/gemini"
 	"github.com/agentgate/agentgate/agentcore/model/openai"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/config"
 	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/sessions"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
@@ -78,7 +80,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	defer closeStore()
 
-	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log,
+	mx, err := metrics.New(metrics.Config{Spec: cfg.Spec()})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version})
 	if err != nil {
@@ -147,9 +154,9 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(agentcore.NewLogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(agentcore.NewLogHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // providerFactories registers the real providers by config type.

@@ -1,0 +1,304 @@
+// Package metrics holds agentgate's Prometheus collectors: HTTP traffic,
+// streams, model and tool calls, tokens, transfers and session-store
+// operations. It is the only package that imports client_golang.
+//
+// Every label value comes from a closed set: route templates, status
+// classes, and the virtual models, agents, providers and tools named in the
+// configuration. Anything else is counted under "other", so no client or
+// model can grow a series without bound.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/spec"
+)
+
+// Other is the label value of anything outside the configured sets.
+const Other = "other"
+
+// Config configures the collectors. Zero fields mean the defaults.
+type Config struct {
+	// Registry receives the collectors. nil means a new registry (never
+	// the global default) that also holds the Go runtime and process
+	// collectors.
+	Registry *prometheus.Registry
+	// Spec is the configuration's agent set: it names the virtual models,
+	// agents, providers and tools that may appear as label values.
+	Spec spec.Set
+}
+
+// Metrics records agentgate's measurements. It implements
+// agentcore.Observer for the runtime's hooks. Safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	firstToken   *prometheus.HistogramVec
+	openStreams  *prometheus.GaugeVec
+
+	modelCalls    *prometheus.CounterVec
+	modelDuration *prometheus.HistogramVec
+	tokens        *prometheus.CounterVec
+	toolCalls     *prometheus.CounterVec
+	toolDuration  *prometheus.HistogramVec
+	transfers     *prometheus.CounterVec
+
+	storeOps      *prometheus.CounterVec
+	storeDuration *prometheus.HistogramVec
+
+	models map[string]bool
+	agents map[string]agentInfo
+}
+
+// agentInfo is what the configuration says of one agent.
+type agentInfo struct {
+	provider, model string
+	tools           map[string]bool
+}
+
+var _ agentcore.Observer = (*Metrics)(nil)
+
+// Buckets, in seconds. The gateway's own work is sub-millisecond; model
+// calls and streams last seconds to minutes.
+var (
+	fastBuckets  = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+	httpBuckets  = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	modelBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160}
+)
+
+// New creates and registers the collectors.
+func New(cfg Config) (*Metrics, error) {
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return nil, err
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return nil, err
+		}
+	}
+	const ns = "agentgate"
+	m := &Metrics{
+		reg: reg,
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "http_requests_total",
+			Help: "HTTP requests by method, route template and status class."}, []string{"method", "route", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "http_request_duration_seconds",
+			Help: "Time from a request's arrival to the end of its response (a stream's whole life).", Buckets: httpBuckets},
+			[]string{"method", "route"}),
+		firstToken: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_token_seconds",
+			Help: "Time from a streaming request's arrival to its first event frame, by route and virtual model.", Buckets: httpBuckets},
+			[]string{"route", "model"}),
+		openStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "open_streams",
+			Help: "Event streams (SSE responses) open now."}, []string{"route"}),
+		modelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "model_calls_total",
+			Help: "Calls to upstream models by provider, model and outcome."}, []string{"provider", "model", "outcome"}),
+		modelDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "model_call_duration_seconds",
+			Help: "Duration of upstream model calls, to the end of the response.", Buckets: modelBuckets},
+			[]string{"provider", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
+			Help: "Tokens reported by upstream models, by provider, model, agent and kind (prompt, completion, reasoning, cached)."},
+			[]string{"provider", "model", "agent", "kind"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
+			Help: "Tool calls run by agents, by tool and outcome."}, []string{"tool", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "tool_call_duration_seconds",
+			Help: "Duration of tool calls (an agent tool's whole sub-conversation included).", Buckets: httpBuckets}, []string{"tool"}),
+		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "transfers_total",
+			Help: "Transfers of control between agents."}, []string{"from", "to"}),
+		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "session_store_operations_total",
+			Help: "Session-store operations by operation and outcome (ok, not_found, exists, conflict, invalid, unavailable, canceled, error)."},
+			[]string{"op", "outcome"}),
+		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "session_store_operation_duration_seconds",
+			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
+		models: map[string]bool{},
+		agents: map[string]agentInfo{},
+	}
+	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
+		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.storeOps, m.storeDuration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.learn(cfg.Spec)
+	return m, nil
+}
+
+// learn records the names the configuration allows as label values.
+func (m *Metrics) learn(set spec.Set) {
+	for _, vm := range set.Models {
+		m.models[vm.ID] = true
+	}
+	for _, a := range set.Agents {
+		info := agentInfo{provider: Other, model: Other, tools: map[string]bool{}}
+		if p, id, ok := strings.Cut(a.Model, "/"); ok {
+			info.provider, info.model = p, id
+		}
+		for _, t := range a.Tools {
+			for _, n := range []string{t.Builtin, t.Name} {
+				if n != "" {
+					info.tools[n] = true
+				}
+			}
+		}
+		for _, n := range a.AgentTools {
+			info.tools[n] = true
+		}
+		if len(a.SubAgents) > 0 && !a.DisableTransfer {
+			info.tools[agentcore.TransferToolName] = true
+		}
+		m.agents[a.Name] = info
+	}
+}
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Gatherer returns the registry, for tests and for embedding in another
+// exposition.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// Model returns id when it names a configured virtual model, else Other.
+func (m *Metrics) Model(id string) string {
+	if m.models[id] {
+		return id
+	}
+	return Other
+}
+
+func (m *Metrics) agent(name string) string {
+	if _, ok := m.agents[name]; ok {
+		return name
+	}
+	return Other
+}
+
+// ObserveRequest records one finished HTTP request. route is the matched
+// route template ("" when none matched).
+func (m *Metrics) ObserveRequest(method, route string, status int, d time.Duration) {
+	method, route = methodLabel(method), routeLabel(route)
+	m.httpRequests.WithLabelValues(method, route, statusClass(status)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// ObserveFirstToken records the time from a streaming request's arrival to
+// its first event frame.
+func (m *Metrics) ObserveFirstToken(route, modelID string, d time.Duration) {
+	m.firstToken.WithLabelValues(routeLabel(route), m.Model(modelID)).Observe(d.Seconds())
+}
+
+// StreamOpened counts an event stream as open on route until the returned
+// function is called (once).
+func (m *Metrics) StreamOpened(route string) (closed func()) {
+	g := m.openStreams.WithLabelValues(routeLabel(route))
+	g.Inc()
+	return g.Dec
+}
+
+// ModelCall implements agentcore.Observer.
+func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.GenerateContentResponseUsageMetadata, err error) {
+	info, ok := m.agents[agent]
+	if !ok {
+		info = agentInfo{provider: Other, model: Other}
+		agent = Other
+	}
+	m.modelCalls.WithLabelValues(info.provider, info.model, modelOutcome(err)).Inc()
+	m.modelDuration.WithLabelValues(info.provider, info.model).Observe(d.Seconds())
+	if usage == nil {
+		return
+	}
+	for _, k := range []struct {
+		kind string
+		n    int32
+	}{{"prompt", usage.PromptTokenCount}, {"completion", usage.CandidatesTokenCount},
+		{"reasoning", usage.ThoughtsTokenCount}, {"cached", usage.CachedContentTokenCount}} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(info.provider, info.model, agent, k.kind).Add(float64(k.n))
+		}
+	}
+}
+
+// ToolCall implements agentcore.Observer. Tools the configuration does not
+// declare on the agent (request-supplied client tools, toolset tools, names
+// a model made up) count as Other.
+func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
+	if !m.agents[agent].tools[tool] {
+		tool = Other
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+// Transfer implements agentcore.Observer.
+func (m *Metrics) Transfer(from, to string) {
+	m.transfers.WithLabelValues(m.agent(from), m.agent(to)).Inc()
+}
+
+// modelOutcome names how a model call ended: ok, canceled, or the
+// provider's error code.
+func modelOutcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	if me, ok := model.AsError(err); ok {
+		switch me.Code {
+		case "rate_limited", "timeout", "upstream_error", "stream_cut", "network", "bad_request",
+			"unauthorized", "forbidden", "not_found", "conflict":
+			return me.Code
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
+}
+
+func statusClass(code int) string {
+	switch {
+	case code >= 500:
+		return "5xx"
+	case code >= 400:
+		return "4xx"
+	case code >= 300:
+		return "3xx"
+	case code >= 200:
+		return "2xx"
+	}
+	return "1xx"
+}
+
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions:
+		return m
+	}
+	return Other
+}
+
+func routeLabel(route string) string {
+	if route == "" {
+		return "unmatched"
+	}
+	return route
+}

@@ -1,0 +1,134 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// Sessions wraps a session store so that every operation is counted and
+// timed. The wrapper is a sessions.Pinger: it forwards Ping when svc is
+// one and reports ready otherwise.
+func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
+	return &instrumentedStore{svc: svc, m: m}
+}
+
+// Locker wraps a run lock so that every acquisition is counted and timed
+// as the "lock" operation, and every release as "unlock".
+func (m *Metrics) Locker(l sessions.Locker) sessions.Locker {
+	return &instrumentedLocker{l: l, m: m}
+}
+
+type instrumentedStore struct {
+	svc sessions.Service
+	m   *Metrics
+}
+
+var (
+	_ sessions.Service = (*instrumentedStore)(nil)
+	_ sessions.Pinger  = (*instrumentedStore)(nil)
+	_ sessions.Locker  = (*instrumentedLocker)(nil)
+)
+
+func (s *instrumentedStore) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+	start := time.Now()
+	sess, err := s.svc.Create(ctx, req)
+	s.m.storeOp("create", start, err)
+	return sess, err
+}
+
+func (s *instrumentedStore) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Session, error) {
+	start := time.Now()
+	sess, err := s.svc.Get(ctx, req)
+	s.m.storeOp("get", start, err)
+	return sess, err
+}
+
+func (s *instrumentedStore) List(ctx context.Context, req sessions.ListRequest) (*sessions.ListResponse, error) {
+	start := time.Now()
+	resp, err := s.svc.List(ctx, req)
+	s.m.storeOp("list", start, err)
+	return resp, err
+}
+
+func (s *instrumentedStore) Delete(ctx context.Context, req sessions.DeleteRequest) error {
+	start := time.Now()
+	err := s.svc.Delete(ctx, req)
+	s.m.storeOp("delete", start, err)
+	return err
+}
+
+func (s *instrumentedStore) AppendEvent(ctx context.Context, sess *sessions.Session, ev *sessions.Event) error {
+	if ev != nil && ev.Partial {
+		return s.svc.AppendEvent(ctx, sess, ev) // never stored: not a store operation
+	}
+	start := time.Now()
+	err := s.svc.AppendEvent(ctx, sess, ev)
+	s.m.storeOp("append_event", start, err)
+	return err
+}
+
+// Ping implements sessions.Pinger.
+func (s *instrumentedStore) Ping(ctx context.Context) error {
+	p, ok := s.svc.(sessions.Pinger)
+	if !ok {
+		return nil
+	}
+	start := time.Now()
+	err := p.Ping(ctx)
+	s.m.storeOp("ping", start, err)
+	return err
+}
+
+// Unwrap returns the wrapped store.
+func (s *instrumentedStore) Unwrap() sessions.Service { return s.svc }
+
+type instrumentedLocker struct {
+	l sessions.Locker
+	m *Metrics
+}
+
+func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (func(), error) {
+	start := time.Now()
+	release, err := l.l.Acquire(ctx, app, user, sessionID, wait)
+	l.m.storeOp("lock", start, err)
+	if err != nil {
+		return release, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			start := time.Now()
+			release()
+			l.m.storeOp("unlock", start, nil)
+		})
+	}, nil
+}
+
+func (m *Metrics) storeOp(op string, start time.Time, err error) {
+	m.storeOps.WithLabelValues(op, storeOutcome(err)).Inc()
+	m.storeDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func storeOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, sessions.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, sessions.ErrExists):
+		return "exists"
+	case errors.Is(err, sessions.ErrConflict):
+		return "conflict"
+	case errors.Is(err, sessions.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, sessions.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "error"
+}
