@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/artifact"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
@@ -75,6 +76,8 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusConflict, kind: "invalid_request_error", code: "session_busy", message: "The session is busy with another request; retry when it has finished."}
 	case errors.Is(err, sessions.ErrInvalid):
 		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "invalid_request", message: "Invalid session request."}
+	case errors.Is(err, artifact.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "artifact_not_found", message: "Artifact not found."}
 	case errors.Is(err, sessions.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "session_store_unavailable", message: "The session store is unavailable; retry shortly."}
 	case errors.Is(err, context.DeadlineExceeded):

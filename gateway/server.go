@@ -152,6 +152,7 @@ func (s *Server) routes(e *gin.Engine) {
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/*id", s.getModel)
 	v1.POST("/chat/completions", s.chatCompletions)
+	s.nativeRoutes(e)
 
 	e.NoRoute(func(c *gin.Context) {
 		if isOpenAIPath(c.Request.URL.Path) {

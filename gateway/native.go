@@ -1,0 +1,393 @@
+package gateway
+
+// The native surface: ADK's API server routes (Python flavour) over the
+// same runtime the OpenAI surface uses. Event and session JSON come from
+// the sessions package, which already speaks ADK's wire format; this file
+// adds the run routes and the small informational ones. Sessions over REST
+// are in native_sessions.go, request decoding in native_wire.go.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"runtime"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// nativeRoutes registers the ADK-compatible routes.
+func (s *Server) nativeRoutes(e *gin.Engine) {
+	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/version", s.nativeVersion)
+	e.GET("/list-apps", s.listApps)
+	e.POST("/run", s.nativeRun)
+	e.POST("/run_sse", s.nativeRunSSE)
+	// Sessions, their sub-conversations and artifacts. Session ids may hold
+	// an encoded '/', so the path is split by hand from its escaped form.
+	e.Any("/apps/*rest", s.nativeApps)
+	// adk-web's development routes we do not serve: lists answer [],
+	// anything else 404, never 500.
+	e.GET("/dev/*rest", devStub)
+	e.GET("/debug/trace/*rest", devStub)
+}
+
+func (s *Server) nativeVersion(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"version": s.cfg.Version, "language": "go",
+		"language_version": strings.TrimPrefix(runtime.Version(), "go")})
+}
+
+// appInfo is one entry of /list-apps?detailed=true.
+type appInfo struct {
+	Name          string `json:"name"`
+	RootAgentName string `json:"rootAgentName"`
+	Description   string `json:"description"`
+	// Language is "yaml": the trees are declared in the config file.
+	Language      string `json:"language"`
+	IsComputerUse bool   `json:"isComputerUse"`
+}
+
+func (s *Server) listApps(c *gin.Context) {
+	if c.Query("detailed") == "true" {
+		apps := make([]appInfo, 0, len(s.cfg.Catalog.Apps))
+		for _, a := range s.cfg.Catalog.Apps {
+			apps = append(apps, appInfo{Name: a.ID, RootAgentName: a.Root.Name(), Description: a.Description, Language: "yaml"})
+		}
+		c.JSON(http.StatusOK, gin.H{"apps": apps})
+		return
+	}
+	names := make([]string, 0, len(s.cfg.Catalog.Apps))
+	for _, a := range s.cfg.Catalog.Apps {
+		names = append(names, a.ID)
+	}
+	c.JSON(http.StatusOK, names)
+}
+
+// devListNames are the last path segments of adk-web's development routes
+// that list things (eval sets, results, tests, traces).
+var devListNames = map[string]bool{"eval-sets": true, "eval_sets": true, "eval-results": true, "eval_results": true,
+	"evals": true, "tests": true, "metrics-info": true, "session": true}
+
+func devStub(c *gin.Context) {
+	segs := strings.Split(strings.Trim(c.Param("rest"), "/"), "/")
+	if devListNames[segs[len(segs)-1]] || (len(segs) >= 2 && segs[len(segs)-2] == "session") {
+		c.JSON(http.StatusOK, []any{})
+		return
+	}
+	writeNativeError(c, notFound("Not Found"))
+}
+
+// nativeTurn is a validated run request, its session locked.
+type nativeTurn struct {
+	app     *app
+	req     agentcore.RunRequest
+	release func()
+	// splitArtifacts sends events that carry content and an artifactDelta
+	// as two frames (ADK does so unless functionCallEventId is set).
+	splitArtifacts bool
+}
+
+// prepareNativeRun decodes and checks a run request and locks its session.
+// Every failure here is answered with a status before any event is sent.
+func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	var req runAgentRequest
+	if err := decodeCamel(body, &req); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.AppName == "":
+		return nil, badRequest("appName", "appName is required.")
+	case req.UserID == "":
+		return nil, badRequest("userId", "userId is required.")
+	case req.SessionID == "":
+		return nil, badRequest("sessionId", "sessionId is required.")
+	}
+	a, ok := s.apps[req.AppName]
+	if !ok {
+		return nil, appNotFound(req.AppName)
+	}
+	if sessions.ParentID(req.SessionID) != "" {
+		return nil, badRequest("sessionId", "Session "+req.SessionID+" is a sub-conversation of an agent called as a tool; it can be read but not run. Run on "+rootSessionID(req.SessionID)+" instead.")
+	}
+	msg, err := decodeContent(req.NewMessage)
+	if err != nil {
+		return nil, err
+	}
+	if msg == nil || len(msg.Parts) == 0 {
+		return nil, badRequest("newMessage", "newMessage with at least one part is required.")
+	}
+	if msg.Role == "" {
+		msg.Role = genai.RoleUser
+	}
+	if err := checkReservedKeys("stateDelta", req.StateDelta); err != nil {
+		return nil, err
+	}
+	ctx := c.Request.Context()
+	sess, err := s.getVisibleSession(ctx, a.ID, req.UserID, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if req.InvocationID != "" {
+		if err := checkInvocation(sess, req.InvocationID, msg); err != nil {
+			return nil, err
+		}
+	}
+	release, err := s.cfg.Locker.Acquire(ctx, a.ID, req.UserID, req.SessionID, s.cfg.BusyWait)
+	if err != nil {
+		return nil, err
+	}
+	return &nativeTurn{app: a, release: release, splitArtifacts: req.FunctionCallEventID == "",
+		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta,
+			Config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents}}}, nil
+}
+
+// checkInvocation honours invocationId: it names the paused invocation the
+// function responses of msg resume. Calls made inside agents called as
+// tools belong to "<invocation>.sub.<agent>", which resumes <invocation>.
+func checkInvocation(sess *sessions.Session, invID string, msg *genai.Content) error {
+	var responses []*genai.FunctionResponse
+	for _, p := range msg.Parts {
+		if p != nil && p.FunctionResponse != nil {
+			responses = append(responses, p.FunctionResponse)
+		}
+	}
+	if len(responses) == 0 {
+		return badRequest("invocationId", "invocationId resumes a paused invocation: newMessage must carry the functionResponse parts it waits for.")
+	}
+	base, _, _ := strings.Cut(invID, ".sub.")
+	known := false
+	for _, ev := range sess.Events {
+		if ev.InvocationID == base {
+			known = true
+		}
+		for _, call := range ev.FunctionCalls() {
+			for _, r := range responses {
+				if call.ID == r.ID && ev.InvocationID != base {
+					return badRequest("invocationId", "Function call "+r.ID+" belongs to invocation "+ev.InvocationID+", not "+invID+".")
+				}
+			}
+		}
+	}
+	if !known {
+		return badRequest("invocationId", "Invocation "+invID+" is not part of session "+sess.ID+".")
+	}
+	return nil
+}
+
+// beginNativeRun prepares a run and registers it with the open streams
+// (so Shutdown can end it). When ok is false the request has been answered;
+// otherwise done must be called when the run is over.
+func (s *Server) beginNativeRun(c *gin.Context) (turn *nativeTurn, ctx context.Context, done func(), ok bool) {
+	turn, err := s.prepareNativeRun(c)
+	if err != nil {
+		writeNativeError(c, classify(err))
+		return nil, nil, nil, false
+	}
+	ctx, closeStream, err := s.openStream(c.Request.Context())
+	if err != nil {
+		turn.release()
+		writeNativeError(c, classify(err))
+		return nil, nil, nil, false
+	}
+	return turn, ctx, func() { closeStream(); turn.release() }, true
+}
+
+// nativeRun answers POST /run with the JSON array of the run's events.
+func (s *Server) nativeRun(c *gin.Context) {
+	turn, ctx, done, ok := s.beginNativeRun(c)
+	if !ok {
+		return
+	}
+	defer done()
+	turn.req.Config.Streaming = false // ADK's /run never streams partials
+	run := turn.app.runner.Run(ctx, turn.req)
+	view := newEventView(turn.app, run, false)
+	out := []*sessions.Event{}
+	for ev, err := range run.Events() {
+		if err != nil {
+			s.failNative(c, nil, turn, err)
+			return
+		}
+		out = append(out, view.frames(ev)...)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// nativeRunSSE answers POST /run_sse with one "data:" frame per event. The
+// status is decided before the first frame: failures until then are plain
+// error responses, later ones a data: {"error": ...} frame.
+func (s *Server) nativeRunSSE(c *gin.Context) {
+	turn, ctx, done, ok := s.beginNativeRun(c)
+	if !ok {
+		return
+	}
+	defer done()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	run := turn.app.runner.Run(runCtx, turn.req)
+	view := newEventView(turn.app, run, turn.splitArtifacts)
+	var w *sseWriter
+	start := func() {
+		if w == nil {
+			w = startSSE(c.Writer, nil)
+		}
+	}
+	err := pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
+		for _, f := range view.frames(ev) {
+			b, err := json.Marshal(f)
+			if err != nil {
+				return err
+			}
+			start()
+			if err := w.data(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func() error {
+		start()
+		return w.comment("keepalive")
+	})
+	if err == nil {
+		start() // a run with no visible event still answers 200
+		return
+	}
+	s.failNative(c, w, turn, err)
+}
+
+// failNative reports a failed run: as an error response before the stream
+// started, as a data: {"error": ...} frame after. A client that went away
+// gets nothing.
+func (s *Server) failNative(c *gin.Context, w *sseWriter, turn *nativeTurn, err error) {
+	ae := classify(err)
+	if ae.status == 499 {
+		return
+	}
+	s.log.WarnContext(c.Request.Context(), "native run failed", "err", err, "request_id", requestIDOf(c),
+		"app", turn.app.ID, "session", turn.req.SessionID)
+	if w == nil {
+		writeNativeError(c, ae)
+		return
+	}
+	b, _ := json.Marshal(gin.H{"error": ae.message})
+	_ = w.data(b)
+}
+
+// eventView turns the runtime's events into what native clients see.
+// Events of agents called as tools (forwarded with streamSubAgents, or
+// because they pause) get branch "<caller>.<agent>", nested with further
+// dots, so clients can tell them apart; the stored events keep theirs.
+type eventView struct {
+	app *app
+	// invocationID is the run's invocation id, known once it started.
+	invocationID   func() string
+	splitArtifacts bool
+	// callers maps a called function's name to the branch path of the
+	// agent that called it, as seen in this run.
+	callers map[string]string
+}
+
+func newEventView(a *app, run *agentcore.Run, splitArtifacts bool) *eventView {
+	return &eventView{app: a, invocationID: run.InvocationID, splitArtifacts: splitArtifacts, callers: map[string]string{}}
+}
+
+// frames returns the events to send for ev: usually ev itself.
+func (v *eventView) frames(ev *sessions.Event) []*sessions.Event {
+	if inv := v.invocationID(); inv != "" && ev.InvocationID != inv && strings.HasPrefix(ev.InvocationID, inv+".sub.") {
+		ev = ev.Clone()
+		ev.Branch = v.childBranch(strings.Split(strings.TrimPrefix(ev.InvocationID, inv+".sub."), ".sub."), ev.Branch)
+	}
+	path := ev.Branch
+	if path == "" {
+		path = ev.Author
+	}
+	for _, fc := range ev.FunctionCalls() {
+		v.callers[fc.Name] = path
+	}
+	if !v.splitArtifacts || len(ev.Actions.ArtifactDelta) == 0 || ev.Content == nil || len(ev.Content.Parts) == 0 {
+		return []*sessions.Event{ev}
+	}
+	content := ev.Clone()
+	content.Actions.ArtifactDelta = nil
+	actions := ev.Clone()
+	actions.Content = nil
+	return []*sessions.Event{content, actions}
+}
+
+// childBranch is the branch of an event of the agent tools chain (outermost
+// first), below inner (the event's own branch inside that chain).
+func (v *eventView) childBranch(chain []string, inner string) string {
+	caller, ok := v.callers[chain[0]]
+	if !ok {
+		// The call was made by an earlier request (a resumed pause):
+		// the agent that holds the agent tool calls it.
+		caller = v.toolOwner(chain[0])
+	}
+	b := caller + "." + strings.Join(chain, ".")
+	if inner != "" {
+		b += "." + inner
+	}
+	return b
+}
+
+// toolOwner finds the agent of the app's tree that calls name as a tool.
+func (v *eventView) toolOwner(name string) string {
+	var find func(a agentcore.Agent) string
+	find = func(a agentcore.Agent) string {
+		if la, ok := a.(*agentcore.LlmAgent); ok {
+			for _, t := range la.Config().Tools {
+				if at, ok := t.(*agentcore.AgentTool); ok && at.Name() == name {
+					return a.Name()
+				}
+			}
+		}
+		for _, sub := range a.SubAgents() {
+			if n := find(sub); n != "" {
+				return n
+			}
+		}
+		return ""
+	}
+	if n := find(v.app.Root); n != "" {
+		return n
+	}
+	return v.app.Root.Name()
+}
+
+// rootSessionID is the top-level session a (sub-)conversation belongs to.
+func rootSessionID(id string) string {
+	root, _, _ := strings.Cut(id, "/")
+	return root
+}
+
+func appNotFound(name string) *apiError {
+	return notFound("App not found: " + name)
+}
+
+// getVisibleSession reads a session clients may see: the gateway's own
+// ("~") sessions are reported missing.
+func (s *Server) getVisibleSession(ctx context.Context, app, user, id string) (*sessions.Session, error) {
+	if strings.HasPrefix(id, "~") {
+		return nil, sessionNotFound(id)
+	}
+	sess, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: id})
+	if errors.Is(err, sessions.ErrNotFound) {
+		return nil, sessionNotFound(id)
+	}
+	return sess, err
+}
+
+func sessionNotFound(id string) *apiError {
+	e := notFound("Session not found: " + id)
+	e.code = "session_not_found"
+	return e
+}
