@@ -324,7 +324,7 @@ func (a *LlmAgent) afterCalls(ctx context.Context, inv *Invocation, calls []*gen
 			return true, false
 		}
 	}
-	if len(paused)+len(waitFor) > 0 {
+	if len(paused)+len(waitingOn(waitFor, respEv)) > 0 {
 		return false, false
 	}
 	return true, true
@@ -429,7 +429,7 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 			add(t)
 		}
 	}
-	if len(a.cfg.SubAgents) > 0 && !a.cfg.DisableTransfer {
+	if a.canTransfer(inv.sh.index) {
 		add(&transferTool{targets: inv.sh.index.transferTargets(a)})
 	}
 	for _, t := range inv.clientTools(a) {

@@ -103,7 +103,7 @@ func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (str
 
 // roster advertises the sub-agents and how to transfer to them.
 func (a *LlmAgent) roster(inv *Invocation, tools *turnTools) string {
-	if a.cfg.DisableTransfer || len(a.cfg.SubAgents) == 0 {
+	if !a.canTransfer(inv.sh.index) {
 		return ""
 	}
 	if _, ok := tools.byName[TransferToolName].(*transferTool); !ok {
@@ -112,12 +112,7 @@ func (a *LlmAgent) roster(inv *Invocation, tools *turnTools) string {
 	var b strings.Builder
 	b.WriteString("You can hand the conversation to another agent by calling the " + TransferToolName +
 		" function with its name when that agent is better suited to answer. Do not answer for it.\n\nAgents you can transfer to:")
-	for _, s := range a.cfg.SubAgents {
-		b.WriteString("\n- " + s.Name())
-		if d := s.Description(); d != "" {
-			b.WriteString(": " + d)
-		}
-	}
+	a.writeRoster(&b, inv.sh.index)
 	return b.String()
 }
 

@@ -184,7 +184,7 @@ func TestGlobalInstructionInheritedFromRoot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := perAgent(map[string][]*model.Response{"root": {transferResp("t1", "child")}, "child": {textResp("hi")}})
-			child := mustLlm(t, agentcore.LlmConfig{Name: "child", Model: m, GlobalInstruction: tc.childGlobal, Instruction: "Child instruction."})
+			child := mustLlm(t, agentcore.LlmConfig{Name: "child", Model: m, GlobalInstruction: tc.childGlobal, Instruction: "Child instruction.", DisableTransfer: true})
 			root := mustLlm(t, agentcore.LlmConfig{Name: "root", Model: m, GlobalInstruction: "Global rules.", Instruction: "Root instruction.",
 				SubAgents: []agentcore.Agent{child}})
 			newHarness(t, root).mustRun("s1", userText("hi"), agentcore.RunConfig{})
