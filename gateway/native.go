@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
@@ -115,6 +116,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	if !ok {
 		return nil, appNotFound(req.AppName)
 	}
+	noteModel(c, a.ID)
 	if sessions.ParentID(req.SessionID) != "" {
 		return nil, badRequest("sessionId", "Session "+req.SessionID+" is a sub-conversation of an agent called as a tool; it can be read but not run. Run on "+rootSessionID(req.SessionID)+" instead.")
 	}
@@ -131,6 +133,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	if err := checkReservedKeys("stateDelta", req.StateDelta); err != nil {
 		return nil, err
 	}
+	annotate(c, slog.String("session_id", req.SessionID))
 	ctx := c.Request.Context()
 	sess, err := s.getVisibleSession(ctx, a.ID, req.UserID, req.SessionID)
 	if err != nil {
@@ -214,11 +217,13 @@ func (s *Server) nativeRun(c *gin.Context) {
 	out := []*sessions.Event{}
 	for ev, err := range run.Events() {
 		if err != nil {
-			s.failNative(c, nil, turn, err)
+			annotateRun(c, run)
+			s.failNative(c, nil, err)
 			return
 		}
 		out = append(out, view.frames(ev)...)
 	}
+	annotateRun(c, run)
 	c.JSON(http.StatusOK, out)
 }
 
@@ -257,23 +262,23 @@ func (s *Server) nativeRunSSE(c *gin.Context) {
 		start()
 		return w.comment("keepalive")
 	})
+	annotateRun(c, run)
 	if err == nil {
 		start() // a run with no visible event still answers 200
 		return
 	}
-	s.failNative(c, w, turn, err)
+	s.failNative(c, w, err)
 }
 
 // failNative reports a failed run: as an error response before the stream
 // started, as a data: {"error": ...} frame after. A client that went away
 // gets nothing.
-func (s *Server) failNative(c *gin.Context, w *sseWriter, turn *nativeTurn, err error) {
+func (s *Server) failNative(c *gin.Context, w *sseWriter, err error) {
 	ae := classify(err)
 	if ae.status == 499 {
 		return
 	}
-	s.log.WarnContext(c.Request.Context(), "native run failed", "err", err, "request_id", requestIDOf(c),
-		"app", turn.app.ID, "session", turn.req.SessionID)
+	s.log.WarnContext(c.Request.Context(), "native run failed", "err", err)
 	if w == nil {
 		writeNativeError(c, ae)
 		return

@@ -52,6 +52,7 @@ func (s *Server) nativeApps(c *gin.Context) {
 		writeNativeError(c, appNotFound(segs[0]))
 		return
 	}
+	noteModel(c, a.ID)
 	user, rest := segs[2], segs[4:]
 	if len(rest) == 1 && rest[0] == "" {
 		rest = nil // ".../sessions/"

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model/scripted"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -791,5 +793,36 @@ func TestNativeShutdownEndsStreams(t *testing.T) {
 	}
 	if status, _ := f.do(http.MethodPost, "/run_sse", body); status != http.StatusServiceUnavailable {
 		t.Errorf("after shutdown: status %d", status)
+	}
+}
+
+func TestNativeMetricsAndLogs(t *testing.T) {
+	logs := &syncBuffer{}
+	m, err := metrics.New(metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newNativeFixture(t, nil, func(c *gateway.Config) {
+		c.Metrics = m
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	f.createSession("desk", "s1")
+	_, events := f.mustRunSSE(runBody("s1", "hello", `"streaming":true`))
+	if len(events) < 3 {
+		t.Fatalf("events through the metered writer: %v", events)
+	}
+	var access map[string]any
+	for _, rec := range logs.lines(t) {
+		if rec["msg"] == "request" && rec["route"] == "/run_sse" {
+			access = rec
+		}
+	}
+	if access == nil || access["model"] != "desk" || access["session_id"] != "s1" || access["invocation_id"] != events[0]["invocationId"] ||
+		access["agent"] != "coordinator" || access["status"] != float64(200) {
+		t.Errorf("access log %v", access)
+	}
+	got := scrape(t, f.srv.URL)
+	if got[`agentgate_http_requests_total{method="POST",route="/run_sse",status="2xx"}`] != 1 {
+		t.Errorf("request counter: %v", got)
 	}
 }
