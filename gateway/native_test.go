@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,7 +390,19 @@ func TestNativeStreamSubAgents(t *testing.T) {
 func TestNativeParallelBranches(t *testing.T) {
 	f := newNativeFixture(t, nil)
 	f.createSession("team", "s1")
-	_, events := f.mustRunSSE(`{"appName":"team","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"summarize hi"}]}}`)
+	raw, events := f.mustRunSSE(`{"appName":"team","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"summarize hi"}]}}`)
+	// The branches interleave freely: the golden transcript holds each
+	// branch's frames in order, branches sorted, with event ids and
+	// timestamps (which depend on the interleaving) masked.
+	frames := strings.Split(strings.TrimSuffix(raw, "\n\n"), "\n\n")
+	slices.SortStableFunc(frames, func(a, b string) int { return strings.Compare(branchOf(a), branchOf(b)) })
+	canon := regexp.MustCompile(`"id":"id-\d+"|"timestamp":[0-9.]+`).ReplaceAllStringFunc(strings.Join(frames, "\n\n")+"\n\n", func(m string) string {
+		if strings.HasPrefix(m, `"id"`) {
+			return `"id":"id-*"`
+		}
+		return `"timestamp":0`
+	})
+	checkGolden(t, "parallel", canon)
 	got := map[string]string{}
 	for _, ev := range events {
 		got[str(ev["author"])] = str(ev["branch"])
@@ -398,6 +411,15 @@ func TestNativeParallelBranches(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("branches (-want +got):\n%s", diff)
 	}
+}
+
+// branchOf reads the branch of an SSE frame.
+func branchOf(frame string) string {
+	var ev struct {
+		Branch string `json:"branch"`
+	}
+	_ = json.Unmarshal([]byte(strings.TrimPrefix(frame, "data: ")), &ev)
+	return ev.Branch
 }
 
 func TestNativeRunReturnsArray(t *testing.T) {
