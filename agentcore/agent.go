@@ -112,6 +112,8 @@ type invShared struct {
 	temp   map[string]any
 
 	params *Params
+	// pstate resolves each agent's parameters and holds the hidden values.
+	pstate *paramState
 	// clientTools are offered to the agents of a top-level turn (never to
 	// agents called as tools).
 	clientTools []*genai.FunctionDeclaration
@@ -215,9 +217,6 @@ func (inv *Invocation) RunConfig() RunConfig { return inv.sh.cfg }
 
 // Events returns a snapshot of the session's stored events.
 func (inv *Invocation) Events() []*sessions.Event { return inv.sh.sess.events() }
-
-// Params are the conversation parameters of the run (nil when none).
-func (inv *Invocation) Params() *Params { return inv.sh.params }
 
 // withAgent derives the invocation for another agent.
 func (inv *Invocation) withAgent(a Agent) *Invocation {

@@ -3,6 +3,8 @@ package agentcore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,6 +39,9 @@ func NewAgentTool(a Agent, cfg AgentToolConfig) (*AgentTool, error) {
 	ix, err := indexTree(a)
 	if err != nil {
 		return nil, err
+	}
+	if specs, _ := declaredParams(a); slices.ContainsFunc(specs, func(s ParamSpec) bool { return s.Name == "request" }) {
+		return nil, fmt.Errorf("agent tool %s: a parameter may not be named \"request\" (the tool's own argument)", a.Name())
 	}
 	d := cfg.Description
 	if d == "" {
@@ -75,6 +80,10 @@ func (t *AgentTool) Declaration() *genai.FunctionDeclaration {
 // Run implements CallableTool.
 func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]any) (map[string]any, error) {
 	parent := tc.inv
+	values, err := t.childParams(parent, args)
+	if err != nil {
+		return nil, err
+	}
 	msg := tc.resume
 	if msg == nil {
 		req, _ := args["request"].(string)
@@ -92,7 +101,8 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 	key := sessions.GetRequest{AppName: parent.AppName(), UserID: parent.UserID(), SessionID: childID}
 	sess, err := svc.Get(ctx, key)
 	if errors.Is(err, sessions.ErrNotFound) {
-		sess, err = svc.Create(ctx, sessions.CreateRequest{AppName: key.AppName, UserID: key.UserID, SessionID: childID})
+		sess, err = svc.Create(ctx, sessions.CreateRequest{AppName: key.AppName, UserID: key.UserID, SessionID: childID,
+			State: paramsState(values)})
 		if errors.Is(err, sessions.ErrExists) {
 			sess, err = svc.Get(ctx, key)
 		}
@@ -102,7 +112,7 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 	}
 	child := &turn{root: t.agent, index: t.index, svc: parent.sh.svc, cfg: parent.sh.cfg, llmCalls: parent.sh.llmCalls,
 		usage: parent.sh.usage, params: parent.sh.params, routeRoot: true, invID: parent.id + ".sub." + t.agent.Name(),
-		subLocks: parent.sh.subLocks}
+		subLocks: parent.sh.subLocks, rootValues: values, secrets: parent.sh.pstate.secrets}
 	var texts []string
 	var errMsg string
 	var pausedOn []string

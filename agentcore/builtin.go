@@ -61,6 +61,9 @@ func (t *transferTool) Run(ctx context.Context, tc *ToolContext, args map[string
 	if tc.inv.resolveTransfer(tc.inv.agent, name) == nil {
 		return nil, fmt.Errorf("unknown agent %s; transfer not performed", name)
 	}
+	if err := tc.inv.checkParams(tc.inv.resolveTransfer(tc.inv.agent, name)); err != nil {
+		return nil, fmt.Errorf("%w; transfer not performed", err)
+	}
 	tc.actions.TransferToAgent = name
 	return map[string]any{"result": nil}, nil
 }

@@ -104,6 +104,9 @@ type LlmConfig struct {
 	// into every request.
 	GenerateConfig *genai.GenerateContentConfig
 	Callbacks      Callbacks
+	// Parameters declares the conversation parameters the agent uses (see
+	// ParamSpec); it sees no others.
+	Parameters []ParamSpec
 }
 
 // LlmAgent is an agent driven by a language model.
@@ -134,6 +137,10 @@ func NewLlmAgent(cfg LlmConfig) (*LlmAgent, error) {
 	default:
 		return nil, fmt.Errorf("llm agent %q: include_contents must be default or none, not %q", cfg.Name, cfg.IncludeContents)
 	}
+	if err := validateParamSpecs(cfg.Name, cfg.Parameters); err != nil {
+		return nil, err
+	}
+	cfg.Parameters = append([]ParamSpec(nil), cfg.Parameters...)
 	seen := map[string]bool{}
 	for _, t := range cfg.Tools {
 		if t == nil {
@@ -166,6 +173,14 @@ func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions
 	return func(yield func(*sessions.Event, error) bool) {
 		ctx := WithLogAttrs(ctx, slog.String("agent", a.cfg.Name))
 		inv = inv.withAgent(a)
+		if err := inv.checkParams(a); err != nil {
+			// Reached without a caller to tell (a workflow step): the
+			// agent does not run, and the event says why.
+			ev := inv.NewEvent()
+			ev.ErrorCode, ev.ErrorMessage = CodeMissingParameter, err.Error()
+			yield(ev, nil)
+			return
+		}
 		if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
 			cc := newCallbackContext(inv)
 			content, err := cb(ctx, cc)
@@ -465,7 +480,7 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 		}
 		start := time.Now()
 		var callErr error
-		for resp, err := range a.cfg.Model.GenerateContent(ctx, req, inv.sh.cfg.Streaming) {
+		for resp, err := range a.cfg.Model.GenerateContent(ctx, inv.redactRequest(req), inv.sh.cfg.Streaming) {
 			if err != nil {
 				callErr = err
 				break

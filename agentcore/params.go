@@ -1,6 +1,53 @@
 package agentcore
 
-// Param is one conversation parameter value.
+import (
+	"encoding/json"
+	"fmt"
+	"iter"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+)
+
+// Parameters follow RavenDB's AI-agent model. Agents declare the
+// parameters they use (ParamSpec). A conversation carries values (Params)
+// from trusted sources (the caller's token) and from the caller. When an
+// agent runs, each parameter it declares is resolved by name: from its
+// parent agent's values, then from the conversation, then, for an agent
+// called as a tool and unless the declaration forbids it, from an extra
+// argument the calling model generates. An agent sees only the parameters
+// it declares (Invocation.Params). A value reaches a model only when both
+// the agent's declaration and the conversation allow it; every hidden
+// value is redacted from every model request, whatever carries it.
+
+// ParamSpec declares a parameter an agent uses.
+type ParamSpec struct {
+	// Name matches [A-Za-z_][A-Za-z0-9_]*.
+	Name        string
+	Description string
+	// HideFromModel keeps the value out of every request to the agent's
+	// model (config: send_to_model: false); tools still receive it.
+	HideFromModel bool
+	// ForbidModelGeneration accepts only inherited values (from the parent
+	// agent or the conversation), never one a model generates.
+	ForbidModelGeneration bool
+}
+
+// ParamDeclarer is implemented by agents that declare parameters. Agents
+// that do not (workflow agents) pass their parent's values through to
+// their sub-agents unchanged.
+type ParamDeclarer interface {
+	Parameters() []ParamSpec
+}
+
+// Param is one parameter value.
 type Param struct {
 	Value any
 	// SendToModel false hides the value from every model; tools still see
@@ -8,21 +55,19 @@ type Param struct {
 	SendToModel bool
 	// Trusted values come from the token, never from a model or caller.
 	Trusted bool
+	// Generated values were written by the calling agent's model.
+	Generated bool
 }
 
-// Params are the conversation parameters of a run, by name. A nil *Params
-// has none.
+// Params are parameter values by name: a conversation's, or the resolved
+// values of one agent. A nil *Params has none. Params are immutable.
 type Params struct {
 	values map[string]Param
 }
 
 // NewParams returns parameters holding values.
 func NewParams(values map[string]Param) *Params {
-	m := make(map[string]Param, len(values))
-	for k, v := range values {
-		m[k] = v
-	}
-	return &Params{values: m}
+	return &Params{values: maps.Clone(values)}
 }
 
 // Get returns a parameter by name.
@@ -34,14 +79,731 @@ func (p *Params) Get(name string) (Param, bool) {
 	return v, ok
 }
 
-// Names lists the parameter names.
+// Names lists the parameter names, sorted.
 func (p *Params) Names() []string {
 	if p == nil {
 		return nil
 	}
-	out := make([]string, 0, len(p.values))
-	for k := range p.values {
-		out = append(out, k)
+	return slices.Sorted(maps.Keys(p.values))
+}
+
+// Len is the number of parameters.
+func (p *Params) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.values)
+}
+
+// All iterates over the parameters in name order.
+func (p *Params) All() iter.Seq2[string, Param] {
+	return func(yield func(string, Param) bool) {
+		for _, n := range p.Names() {
+			if !yield(n, p.values[n]) {
+				return
+			}
+		}
+	}
+}
+
+// Over returns p with the values of top laid over it.
+func (p *Params) Over(top *Params) *Params {
+	if top.Len() == 0 {
+		return p
+	}
+	if p.Len() == 0 {
+		return top
+	}
+	m := maps.Clone(p.values)
+	maps.Copy(m, top.values)
+	return &Params{values: m}
+}
+
+// Error codes of parameter failures, shown to models in function
+// responses ({"error": ..., "code": ...}).
+const (
+	CodeMissingParameter   = "MISSING_PARAMETER"
+	CodeForbiddenParameter = "FORBIDDEN_PARAMETER"
+)
+
+// ParamError reports a sub-agent that cannot run because of its
+// parameters: one it requires has no value it may accept
+// (CodeMissingParameter), or a model tried to set one it may not
+// (CodeForbiddenParameter).
+type ParamError struct {
+	Code  string
+	Agent string
+	Names []string
+}
+
+func (e *ParamError) Error() string {
+	names := strings.Join(e.Names, ", ")
+	if e.Code == CodeForbiddenParameter {
+		return fmt.Sprintf("agent %s did not run: parameter %s must come from the conversation, never from a model; call it again without it", e.Agent, names)
+	}
+	return fmt.Sprintf("agent %s did not run: parameter %s has no value it may accept", e.Agent, names)
+}
+
+// ErrorCode implements the coded errors tools return (see errorResult).
+func (e *ParamError) ErrorCode() string { return e.Code }
+
+var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidParamName reports whether name may name a parameter.
+func ValidParamName(name string) bool { return paramNameRE.MatchString(name) }
+
+// validateParamSpecs checks an agent's declarations.
+func validateParamSpecs(agent string, specs []ParamSpec) error {
+	seen := map[string]bool{}
+	for i, s := range specs {
+		if !ValidParamName(s.Name) {
+			return fmt.Errorf("llm agent %q: parameters[%d]: name must match %s, got %q", agent, i, paramNameRE, s.Name)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("llm agent %q: parameters[%d]: duplicate parameter %q", agent, i, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+func declaredParams(a Agent) ([]ParamSpec, bool) {
+	d, ok := a.(ParamDeclarer)
+	if !ok {
+		return nil, false
+	}
+	return d.Parameters(), true
+}
+
+// walkTree visits every agent of a tree: sub-agents and agents called as
+// tools, each once.
+func walkTree(root Agent, visit func(Agent)) {
+	seen := map[Agent]bool{}
+	var walk func(a Agent)
+	walk = func(a Agent) {
+		if a == nil || seen[a] {
+			return
+		}
+		seen[a] = true
+		visit(a)
+		for _, s := range a.SubAgents() {
+			walk(s)
+		}
+		if la, ok := a.(*LlmAgent); ok {
+			for _, t := range la.cfg.Tools {
+				if at, ok := t.(*AgentTool); ok {
+					walk(at.agent)
+				}
+			}
+		}
+	}
+	walk(root)
+}
+
+// TreeParams lists the parameters declared anywhere in a tree (agents
+// called as tools included), by name: the first declaration met, depth
+// first from the root. Callers may supply values for these names only.
+func TreeParams(root Agent) map[string]ParamSpec {
+	out := map[string]ParamSpec{}
+	walkTree(root, func(a Agent) {
+		specs, _ := declaredParams(a)
+		for _, s := range specs {
+			if _, ok := out[s.Name]; !ok {
+				out[s.Name] = s
+			}
+		}
+	})
+	return out
+}
+
+// ParamsStateKey is the session state key holding a conversation's
+// parameters (for sub-conversations: the values their agent resolved).
+// Keys starting with '~' belong to the gateway: clients cannot write them
+// and templates cannot read them.
+const ParamsStateKey = "~parameters"
+
+// ParamsToState is the stored form of p: {"name": {"value": v,
+// "sendToModel": b, "trusted": b}}.
+func ParamsToState(p *Params) map[string]any {
+	out := make(map[string]any, p.Len())
+	for n, v := range p.All() {
+		e := map[string]any{"value": v.Value, "sendToModel": v.SendToModel}
+		if v.Trusted {
+			e["trusted"] = true
+		}
+		if v.Generated {
+			e["generated"] = true
+		}
+		out[n] = e
 	}
 	return out
+}
+
+// ParamsFromState reads parameters stored with a session (see
+// ParamsToState). Trusted entries are skipped: trusted values come from
+// the current caller's token only. An entry that is not in the stored form
+// is a plain value shown to models.
+func ParamsFromState(v any) *Params {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := map[string]Param{}
+	for n, e := range m {
+		if !ValidParamName(n) {
+			continue
+		}
+		p, trusted := paramFromStored(e)
+		if !trusted {
+			out[n] = p
+		}
+	}
+	return &Params{values: out}
+}
+
+func paramFromStored(e any) (Param, bool) {
+	em, ok := e.(map[string]any)
+	if !ok {
+		return Param{Value: e, SendToModel: true}, false
+	}
+	val, hasValue := em["value"]
+	if !hasValue {
+		return Param{Value: e, SendToModel: true}, false
+	}
+	send, ok := em["sendToModel"].(bool)
+	if !ok {
+		send = true
+	}
+	trusted, _ := em["trusted"].(bool)
+	return Param{Value: val, SendToModel: send}, trusted
+}
+
+// MaskedValue replaces hidden values when parameters are shown to clients.
+const MaskedValue = "[hidden]"
+
+// MaskParamsState returns stored parameters (see ParamsToState) with every
+// hidden value replaced by MaskedValue, for showing a session over REST.
+func MaskParamsState(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for n, e := range m {
+		em, ok := e.(map[string]any)
+		if _, hasValue := em["value"]; !ok || !hasValue {
+			out[n] = e
+			continue
+		}
+		c := maps.Clone(em)
+		if send, ok := em["sendToModel"].(bool); ok && !send {
+			c["value"] = MaskedValue
+		}
+		out[n] = c
+	}
+	return out
+}
+
+// paramState is the parameter machinery of one turn: the conversation's
+// values, the values of each agent as resolved, and the hidden values every
+// model request is redacted of (shared with sub-conversations).
+type paramState struct {
+	conv *Params
+	// rootValues, when set, are the already resolved values of the turn's
+	// root agent (an agent called as a tool).
+	rootValues *Params
+	index      *treeIndex
+	secrets    *secretSet
+
+	mu       sync.Mutex
+	resolved map[string]*agentParams
+}
+
+// agentParams are one agent's resolved values; missing lists declared
+// parameters that forbid generation and found no value.
+type agentParams struct {
+	values  *Params
+	hidden  map[string]bool
+	missing []string
+}
+
+func newParamState(conv, rootValues *Params, index *treeIndex, secrets *secretSet) *paramState {
+	ps := &paramState{conv: conv, rootValues: rootValues, index: index, secrets: secrets, resolved: map[string]*agentParams{}}
+	if ps.secrets == nil {
+		ps.secrets = &secretSet{values: map[string]string{}}
+		// Hidden by the conversation, or by any agent that declares the
+		// name hidden: redacted from every model not allowed to see it.
+		hiddenBy := map[string]bool{}
+		walkTree(index.root, func(a Agent) {
+			specs, _ := declaredParams(a)
+			for _, s := range specs {
+				if s.HideFromModel {
+					hiddenBy[s.Name] = true
+				}
+			}
+		})
+		for n, v := range conv.All() {
+			if !v.SendToModel || hiddenBy[n] {
+				ps.secrets.add(n, v.Value)
+			}
+		}
+	}
+	return ps
+}
+
+// forAgent resolves a's values (memoised for the turn).
+func (ps *paramState) forAgent(a Agent) *agentParams {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.resolveLocked(a)
+}
+
+func (ps *paramState) resolveLocked(a Agent) *agentParams {
+	if r, ok := ps.resolved[a.Name()]; ok {
+		return r
+	}
+	var r *agentParams
+	specs, declares := declaredParams(a)
+	switch {
+	case a == ps.index.root && ps.rootValues != nil:
+		r = &agentParams{values: ps.rootValues}
+	case !declares:
+		// Transparent: a workflow agent hands on its parent's values.
+		if p := ps.index.parent[a.Name()]; p != nil {
+			r = ps.resolveLocked(p)
+		} else {
+			r = &agentParams{}
+		}
+	default:
+		var parent *Params
+		if p := ps.index.parent[a.Name()]; p != nil && a != ps.index.root {
+			parent = ps.resolveLocked(p).values
+		}
+		r = resolve(a.Name(), specs, parent, ps.conv, nil)
+	}
+	r.hidden = hiddenFor(specs, r.values)
+	for n := range r.hidden {
+		v, _ := r.values.Get(n)
+		ps.secrets.add(n, v.Value)
+	}
+	ps.resolved[a.Name()] = r
+	return r
+}
+
+// resolve applies RavenDB's order to each declared parameter: the parent's
+// value, the conversation's, then a generated one (when allowed).
+func resolve(agent string, specs []ParamSpec, parent, conv *Params, generated map[string]any) *agentParams {
+	vals := map[string]Param{}
+	r := &agentParams{}
+	for _, s := range specs {
+		if v, ok := parent.Get(s.Name); ok {
+			vals[s.Name] = v
+			continue
+		}
+		if v, ok := conv.Get(s.Name); ok {
+			vals[s.Name] = v
+			continue
+		}
+		if g, ok := generated[s.Name]; ok && !s.ForbidModelGeneration {
+			vals[s.Name] = Param{Value: g, SendToModel: true, Generated: true}
+			continue
+		}
+		if s.ForbidModelGeneration {
+			r.missing = append(r.missing, s.Name)
+		}
+	}
+	r.values = &Params{values: vals}
+	return r
+}
+
+// hiddenFor names the values an agent's model may not see: its
+// declaration or the value's own setting hides them (the AND gate).
+func hiddenFor(specs []ParamSpec, vals *Params) map[string]bool {
+	out := map[string]bool{}
+	for n, v := range vals.All() {
+		hide := !v.SendToModel
+		for _, s := range specs {
+			if s.Name == n && s.HideFromModel {
+				hide = true
+			}
+		}
+		if hide {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// missingError is the ParamError for an agent that may not run, or nil.
+func (r *agentParams) missingError(agent string) error {
+	if len(r.missing) == 0 {
+		return nil
+	}
+	return &ParamError{Code: CodeMissingParameter, Agent: agent, Names: r.missing}
+}
+
+// Params are the values of the parameters the current agent declares,
+// resolved by name from its parent agent, the conversation, or (for an
+// agent called as a tool) its caller's model. Tools read them through
+// their ToolContext's Invocation, hidden values included. Nil when the
+// agent declares none.
+func (inv *Invocation) Params() *Params {
+	if inv.sh.pstate == nil {
+		return nil
+	}
+	return inv.sh.pstate.forAgent(inv.agent).values
+}
+
+// checkParams reports whether a may run: a *ParamError when a parameter it
+// requires has no acceptable value.
+func (inv *Invocation) checkParams(a Agent) error {
+	if inv.sh.pstate == nil {
+		return nil
+	}
+	return inv.sh.pstate.forAgent(a).missingError(a.Name())
+}
+
+// paramsNote tells the agent's model about its parameters: visible values
+// in full, hidden ones by name only.
+func (a *LlmAgent) paramsNote(inv *Invocation) string {
+	if len(a.cfg.Parameters) == 0 || inv.sh.pstate == nil {
+		return ""
+	}
+	r := inv.sh.pstate.forAgent(a)
+	var lines []string
+	for _, s := range a.cfg.Parameters {
+		v, ok := r.values.Get(s.Name)
+		if !ok {
+			continue
+		}
+		line := "- " + s.Name
+		if r.hidden[s.Name] {
+			line += ": set, value hidden from you (tools receive it; never ask the user for it)"
+		} else {
+			line += "=" + formatValue(v.Value)
+		}
+		if s.Description != "" {
+			line += " (" + s.Description + ")"
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "Parameters:\n" + strings.Join(lines, "\n")
+}
+
+// secretSet holds the hidden values of a conversation, each with the name
+// of a parameter that holds it. It is shared by a turn and its
+// sub-conversations and only grows.
+type secretSet struct {
+	mu     sync.Mutex
+	values map[string]string // value text -> parameter name
+}
+
+// add records a hidden value: strings as they are, numbers in their JSON
+// form, and the string and number leaves of lists and objects. Empty
+// strings, booleans and null are not recorded.
+func (s *secretSet) add(name string, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case string:
+			if t != "" {
+				s.values[t] = name
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range t {
+				walk(e)
+			}
+		case bool, nil:
+		case float64, float32, int, int32, int64, uint, uint32, uint64, json.Number:
+			if b, err := json.Marshal(t); err == nil {
+				s.values[string(b)] = name
+			}
+		default:
+			// Any other type: its JSON form, read back as plain values.
+			b, err := json.Marshal(t)
+			var back any
+			if err == nil && json.Unmarshal(b, &back) == nil {
+				walk(back)
+			}
+		}
+	}
+	walk(v)
+}
+
+// redactor returns the redactor for a request of agent a: every hidden
+// value of the conversation but those a's model is allowed to see. Nil
+// when there is nothing to redact.
+func (ps *paramState) redactor(a Agent) *redactor {
+	allowed := map[string]bool{}
+	r := ps.forAgent(a)
+	for n, v := range r.values.All() {
+		if !r.hidden[n] {
+			if s, ok := v.Value.(string); ok {
+				allowed[s] = true
+			} else if b, err := json.Marshal(v.Value); err == nil {
+				allowed[string(b)] = true
+			}
+		}
+	}
+	ps.secrets.mu.Lock()
+	defer ps.secrets.mu.Unlock()
+	type pair struct{ value, name string }
+	var pairs []pair
+	for v, n := range ps.secrets.values {
+		if !allowed[v] {
+			pairs = append(pairs, pair{v, n})
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(pairs, func(i, j int) bool {
+		if len(pairs[i].value) != len(pairs[j].value) {
+			return len(pairs[i].value) > len(pairs[j].value)
+		}
+		return pairs[i].value < pairs[j].value
+	})
+	args := make([]string, 0, 2*len(pairs))
+	exact := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		ph := "[hidden:" + p.name + "]"
+		args = append(args, p.value, ph)
+		exact[p.value] = ph
+	}
+	return &redactor{r: strings.NewReplacer(args...), exact: exact}
+}
+
+// redactor replaces hidden values in text and JSON-like values.
+type redactor struct {
+	r     *strings.Replacer
+	exact map[string]string
+}
+
+func (r *redactor) text(s string) string { return r.r.Replace(s) }
+
+// value returns v with hidden values replaced in every string, and every
+// number equal to a hidden value replaced by its placeholder. v is not
+// changed.
+func (r *redactor) value(v any) any {
+	switch t := v.(type) {
+	case string:
+		return r.text(t)
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[r.text(k)] = r.value(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = r.value(e)
+		}
+		return out
+	case bool, nil:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	if ph, ok := r.exact[string(b)]; ok {
+		return ph
+	}
+	if len(b) > 0 && (b[0] == '{' || b[0] == '[' || b[0] == '"') {
+		// A typed value (a struct a tool returned): redact its JSON form.
+		var back any
+		if json.Unmarshal(b, &back) == nil {
+			return r.value(back)
+		}
+	}
+	return v
+}
+
+// redactRequest returns req with every hidden value the current agent may
+// not see replaced by "[hidden:<name>]": in the system instruction, every
+// content (text, function call arguments, function responses, code), so
+// values a tool or a sub-agent echoed never reach the model. req itself is
+// not changed.
+func (inv *Invocation) redactRequest(req *model.Request) *model.Request {
+	if inv.sh.pstate == nil || req == nil {
+		return req
+	}
+	r := inv.sh.pstate.redactor(inv.agent)
+	if r == nil {
+		return req
+	}
+	out := *req
+	if req.Config != nil {
+		cfg := *req.Config
+		cfg.SystemInstruction = r.content(cfg.SystemInstruction)
+		out.Config = &cfg
+	}
+	out.Contents = make([]*genai.Content, len(req.Contents))
+	for i, c := range req.Contents {
+		out.Contents[i] = r.content(c)
+	}
+	return &out
+}
+
+func (r *redactor) content(c *genai.Content) *genai.Content {
+	if c == nil {
+		return nil
+	}
+	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
+	for _, p := range c.Parts {
+		if p == nil {
+			continue
+		}
+		np := *p
+		np.Text = r.text(p.Text)
+		if fc := p.FunctionCall; fc != nil {
+			c := *fc
+			c.Args = r.object(fc.Args)
+			np.FunctionCall = &c
+		}
+		if fr := p.FunctionResponse; fr != nil {
+			c := *fr
+			c.Response = r.object(fr.Response)
+			np.FunctionResponse = &c
+		}
+		if ec := p.ExecutableCode; ec != nil {
+			c := *ec
+			c.Code = r.text(ec.Code)
+			np.ExecutableCode = &c
+		}
+		if cr := p.CodeExecutionResult; cr != nil {
+			c := *cr
+			c.Output = r.text(cr.Output)
+			np.CodeExecutionResult = &c
+		}
+		out.Parts = append(out.Parts, &np)
+	}
+	return out
+}
+
+func (r *redactor) object(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out, _ := r.value(m).(map[string]any)
+	return out
+}
+
+// Params are the current agent's parameter values (see Invocation.Params).
+func (c *ReadonlyContext) Params() *Params { return c.inv.Params() }
+
+// Parameters implements ParamDeclarer.
+func (a *LlmAgent) Parameters() []ParamSpec { return slices.Clone(a.cfg.Parameters) }
+
+// contextualDeclarer is a tool whose declaration depends on the running
+// invocation (an agent tool adds the parameters its caller's model must
+// generate).
+type contextualDeclarer interface {
+	declarationFor(inv *Invocation) *genai.FunctionDeclaration
+}
+
+// declarationFor is the declaration of ct offered in inv.
+func declarationFor(ct CallableTool, inv *Invocation) *genai.FunctionDeclaration {
+	if cd, ok := ct.(contextualDeclarer); ok {
+		return cd.declarationFor(inv)
+	}
+	return ct.Declaration()
+}
+
+// childParams resolves the parameters of the agent a call runs: the
+// caller's values, then the conversation's, then the arguments the
+// caller's model generated (for parameters that allow it). A model value
+// for a parameter that forbids generation fails the call, as does a
+// parameter left without a value.
+func (t *AgentTool) childParams(parent *Invocation, args map[string]any) (*Params, error) {
+	specs, _ := declaredParams(t.agent)
+	if len(specs) == 0 || parent.sh.pstate == nil {
+		return nil, nil
+	}
+	var forbidden []string
+	generated := map[string]any{}
+	for _, s := range specs {
+		v, ok := args[s.Name]
+		switch {
+		case !ok:
+		case s.ForbidModelGeneration:
+			forbidden = append(forbidden, s.Name)
+		default:
+			generated[s.Name] = v
+		}
+	}
+	if len(forbidden) > 0 {
+		return nil, &ParamError{Code: CodeForbiddenParameter, Agent: t.agent.Name(), Names: forbidden}
+	}
+	r := resolve(t.agent.Name(), specs, parent.Params(), parent.sh.pstate.conv, generated)
+	for _, s := range specs {
+		if _, ok := r.values.Get(s.Name); !ok && !s.ForbidModelGeneration {
+			r.missing = append(r.missing, s.Name)
+		}
+	}
+	if err := r.missingError(t.agent.Name()); err != nil {
+		return nil, err
+	}
+	return r.values, nil
+}
+
+// declarationFor adds to the tool's declaration one required argument per
+// parameter of the agent that the caller's model must generate: those that
+// allow generation and that neither the caller nor the conversation holds.
+func (t *AgentTool) declarationFor(inv *Invocation) *genai.FunctionDeclaration {
+	d := t.Declaration()
+	specs, _ := declaredParams(t.agent)
+	if len(specs) == 0 || inv.sh.pstate == nil {
+		return d
+	}
+	schema, _ := d.ParametersJsonSchema.(map[string]any)
+	props, _ := schema["properties"].(map[string]any)
+	required, _ := schema["required"].([]string)
+	if schema == nil || props == nil {
+		return d
+	}
+	schema, props, required = maps.Clone(schema), maps.Clone(props), slices.Clone(required)
+	mine, conv := inv.Params(), inv.sh.pstate.conv
+	added := false
+	for _, s := range specs {
+		if _, ok := mine.Get(s.Name); ok || s.ForbidModelGeneration {
+			continue
+		}
+		if _, ok := conv.Get(s.Name); ok {
+			continue
+		}
+		desc := s.Description
+		if desc == "" {
+			desc = "Parameter " + s.Name + " of " + t.agent.Name() + "."
+		}
+		props[s.Name] = map[string]any{"type": "string", "description": desc}
+		required = append(required, s.Name)
+		added = true
+	}
+	if !added {
+		return d
+	}
+	schema["properties"], schema["required"] = props, required
+	c := *d
+	c.ParametersJsonSchema = schema
+	return &c
+}
+
+// paramsState is the initial state of a sub-conversation holding values.
+func paramsState(values *Params) map[string]any {
+	if values.Len() == 0 {
+		return nil
+	}
+	return map[string]any{ParamsStateKey: ParamsToState(values)}
 }

@@ -32,6 +32,9 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if roster := a.roster(inv, tools); roster != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, roster)
 	}
+	if note := a.paramsNote(inv); note != "" {
+		dynamic = joinNonEmpty("\n\n", dynamic, note)
+	}
 	contents := a.contents(inv)
 	if a.cfg.StaticInstruction != "" {
 		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: a.cfg.StaticInstruction}}}
@@ -53,7 +56,7 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	var decls []*genai.FunctionDeclaration
 	for _, t := range tools.list {
 		if ct, ok := t.(CallableTool); ok {
-			if d := ct.Declaration(); d != nil {
+			if d := declarationFor(ct, inv); d != nil {
 				decls = append(decls, d)
 			}
 		}

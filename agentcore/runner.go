@@ -168,6 +168,8 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 			yield(nil, err)
 			return
 		}
+		// Parameters stored with the session, under this request's.
+		t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(req.Params)
 		for ev, err := range t.run(ctx, sess, req.NewMessage, req.StateDelta) {
 			if !yield(ev, err) || err != nil {
 				return
@@ -195,6 +197,10 @@ type turn struct {
 	out   *Run
 	// subLocks serialise calls into the same sub-conversation.
 	subLocks *sync.Map
+	// rootValues are the resolved parameters of an agent called as a
+	// tool; secrets are the hidden values of the calling conversation.
+	rootValues *Params
+	secrets    *secretSet
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
@@ -220,6 +226,11 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 			llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
 			overrides: t.overrides, subLocks: t.subLocks}
 		inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
+		sh.pstate = newParamState(t.params, t.rootValues, t.index, t.secrets)
+		if err := inv.checkParams(target); err != nil {
+			yield(nil, err)
+			return
+		}
 		if userMsg != nil || len(delta) > 0 {
 			ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
 			ev.Actions.StateDelta = delta

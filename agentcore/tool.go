@@ -170,4 +170,12 @@ func toResponse(v any) (map[string]any, error) {
 }
 
 // errorResult is the response a model sees for a failed call.
-func errorResult(err error) map[string]any { return map[string]any{"error": err.Error()} }
+// An error with an ErrorCode method adds {"code": ...}.
+func errorResult(err error) map[string]any {
+	out := map[string]any{"error": err.Error()}
+	var coded interface{ ErrorCode() string }
+	if errors.As(err, &coded) {
+		out["code"] = coded.ErrorCode()
+	}
+	return out
+}

@@ -61,6 +61,7 @@ type Agent struct {
 }
 
 // Parameter declares a conversation parameter an agent uses.
+// SendToModel defaults to true.
 type Parameter struct {
 	Name                  string `yaml:"name"`
 	Description           string `yaml:"description"`
@@ -379,6 +380,9 @@ func (b *builder) build(name string) agentcore.Agent {
 	var err error
 	switch s.Type {
 	case "sequential", "parallel", "loop":
+		if len(s.Parameters) > 0 {
+			b.errf("%s.parameters: only llm agents declare parameters (a %s agent hands its parent's values to its sub-agents)", key, s.Type)
+		}
 		if s.Model != "" || s.Instruction != "" || len(s.Tools) > 0 || len(s.AgentTools) > 0 {
 			b.errf("%s: a %s agent takes only sub_agents (and max_iterations for loop)", key, s.Type)
 		}
@@ -434,7 +438,7 @@ func (b *builder) build(name string) agentcore.Agent {
 			GlobalInstruction: s.GlobalInstruction, StaticInstruction: s.StaticInstruction,
 			Tools: tools, SubAgents: subs, DisableTransfer: s.DisableTransfer, MaxIterations: s.MaxIterations,
 			OutputKey: s.OutputKey, OutputSchema: s.OutputSchema, IncludeContents: agentcore.IncludeContents(s.IncludeContents),
-			GenerateConfig: gen,
+			GenerateConfig: gen, Parameters: paramSpecs(s.Parameters),
 		})
 	default:
 		b.errf("%s.type: must be llm, sequential, parallel or loop, not %q", key, s.Type)
