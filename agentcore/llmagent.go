@@ -418,6 +418,8 @@ func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.Func
 type turnTools struct {
 	list   []Tool
 	byName map[string]Tool
+	// unavailable names the toolsets that failed to supply their tools.
+	unavailable []string
 }
 
 // tools gathers the agent's tools, its toolsets' current tools, client
@@ -438,7 +440,17 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 	for _, ts := range a.cfg.Toolsets {
 		ts_tools, err := ts.Tools(ctx, rc)
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: toolset %s: %w", a.cfg.Name, ts.Name(), err)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("agent %s: toolset %s: %w", a.cfg.Name, ts.Name(), err)
+			}
+			// A toolset that cannot supply its tools (its server is down)
+			// does not fail the agent: it runs without them, and the
+			// model is told (see unavailableNote).
+			tt.unavailable = append(tt.unavailable, ts.Name())
+			if o, ok := inv.sh.svc.observer.(ToolsetObserver); ok {
+				o.ToolsetUnavailable(a.cfg.Name, ts.Name(), err)
+			}
+			continue
 		}
 		for _, t := range ts_tools {
 			add(t)
@@ -679,7 +691,11 @@ func (a *LlmAgent) runCall(ctx context.Context, inv *Invocation, call *genai.Fun
 	}()
 	if !found {
 		runErr = fmt.Errorf("tool %q not found", call.Name)
-		res.resp = errorResult(fmt.Errorf("tool %q not found; available tools: %s", call.Name, strings.Join(toolNames(tools), ", ")))
+		msg := fmt.Sprintf("tool %q not found; available tools: %s", call.Name, strings.Join(toolNames(tools), ", "))
+		if len(tools.unavailable) > 0 {
+			msg += "; unavailable right now: the tools of " + strings.Join(quoteAll(tools.unavailable), ", ")
+		}
+		res.resp = errorResult(errors.New(msg))
 		return res
 	}
 	ct, callable := t.(CallableTool)

@@ -32,6 +32,9 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if roster := a.roster(inv, tools); roster != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, roster)
 	}
+	if note := unavailableNote(tools.unavailable); note != "" {
+		dynamic = joinNonEmpty("\n\n", dynamic, note)
+	}
 	if note := a.paramsNote(inv); note != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, note)
 	}

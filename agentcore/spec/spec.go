@@ -7,6 +7,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +59,7 @@ type Agent struct {
 	MaxOutputTokens   int32          `yaml:"max_output_tokens"`
 	Parameters        []Parameter    `yaml:"parameters"`
 	Endpoint          *Endpoint      `yaml:"endpoint"`
+	Toolsets          []Toolset      `yaml:"toolsets"`
 }
 
 // Parameter declares a conversation parameter an agent uses.
@@ -89,6 +91,39 @@ type Tool struct {
 	Timeout     time.Duration     `yaml:"timeout"`
 }
 
+// Toolset is one entry of an agent's toolsets list: exactly one source of
+// tools (an MCP server or an OpenAPI document), with an optional name
+// prefix and allow-list.
+type Toolset struct {
+	MCP     *MCPToolset     `yaml:"mcp"`
+	OpenAPI *OpenAPIToolset `yaml:"openapi"`
+	// Prefix is prepended to each tool name with an underscore.
+	Prefix string `yaml:"prefix"`
+	// Allow keeps only the tools with these names (before the prefix).
+	Allow []string `yaml:"allow"`
+}
+
+// MCPToolset is an MCP server reached over streamable HTTP (URL) or
+// started as a child process speaking stdio (Command).
+type MCPToolset struct {
+	URL     string                  `yaml:"url"`
+	Headers map[string]model.Secret `yaml:"headers"`
+	Command string                  `yaml:"command"`
+	Args    []string                `yaml:"args"`
+	Env     map[string]model.Secret `yaml:"env"`
+	// Timeout bounds connecting, listing and each call.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// OpenAPIToolset turns the operations of an OpenAPI 3 document on disk into
+// tools called over HTTP.
+type OpenAPIToolset struct {
+	Spec    string                  `yaml:"spec"`
+	BaseURL string                  `yaml:"base_url"`
+	Headers map[string]model.Secret `yaml:"headers"`
+	Timeout time.Duration           `yaml:"timeout"`
+}
+
 // VirtualModel serves an agent tree as a model (and a native-API app).
 type VirtualModel struct {
 	ID          string `yaml:"id"`
@@ -117,6 +152,10 @@ type BuildOptions struct {
 	// Tools makes tools of kinds this package does not know (http, ...);
 	// it returns nil, nil for kinds it does not handle either.
 	Tools func(agent string, t Tool) (agentcore.Tool, error)
+	// Toolsets makes the source of a toolsets entry (its MCP server or
+	// OpenAPI document); the prefix and allow-list are applied here. Who
+	// makes a toolset closes it.
+	Toolsets func(agent string, ts Toolset) (agentcore.Toolset, error)
 }
 
 // App is one virtual model: an agent tree and how it routes turns.
@@ -148,7 +187,7 @@ func (c *Catalog) App(id string) *App { return c.byID[id] }
 
 var (
 	nameRE    = regexp.MustCompile(`^[a-z0-9_-]+$`)
-	builtins  = []string{agentcore.ExitLoopToolName, agentcore.GetUserChoiceToolName, agentcore.LoadMemoryToolName, agentcore.PreloadMemoryToolName, agentcore.LoadArtifactsToolName}
+	builtins  = []string{agentcore.ExitLoopToolName, agentcore.GetUserChoiceToolName, agentcore.LoadMemoryToolName, agentcore.PreloadMemoryToolName, agentcore.LoadArtifactsToolName, agentcore.GoogleSearchToolName, agentcore.URLContextToolName, agentcore.CodeExecutionToolName}
 	toolKinds = []string{"client", "http"}
 )
 
@@ -383,7 +422,7 @@ func (b *builder) build(name string) agentcore.Agent {
 		if len(s.Parameters) > 0 {
 			b.errf("%s.parameters: only llm agents declare parameters (a %s agent hands its parent's values to its sub-agents)", key, s.Type)
 		}
-		if s.Model != "" || s.Instruction != "" || len(s.Tools) > 0 || len(s.AgentTools) > 0 {
+		if s.Model != "" || s.Instruction != "" || len(s.Tools) > 0 || len(s.AgentTools) > 0 || len(s.Toolsets) > 0 {
 			b.errf("%s: a %s agent takes only sub_agents (and max_iterations for loop)", key, s.Type)
 		}
 		if !okSubs {
@@ -409,6 +448,7 @@ func (b *builder) build(name string) agentcore.Agent {
 		}
 		llm := b.llm(key, s.Model)
 		tools := b.tools(key, s)
+		toolsets := b.toolsets(key, s)
 		for _, n := range s.AgentTools {
 			if _, known := b.specIdx[n]; !known {
 				okSubs = false
@@ -436,7 +476,7 @@ func (b *builder) build(name string) agentcore.Agent {
 		built, err = agentcore.NewLlmAgent(agentcore.LlmConfig{
 			Name: s.Name, Description: s.Description, Model: llm, Instruction: s.Instruction,
 			GlobalInstruction: s.GlobalInstruction, StaticInstruction: s.StaticInstruction,
-			Tools: tools, SubAgents: subs, DisableTransfer: s.DisableTransfer, MaxIterations: s.MaxIterations,
+			Tools: tools, Toolsets: toolsets, SubAgents: subs, DisableTransfer: s.DisableTransfer, MaxIterations: s.MaxIterations,
 			OutputKey: s.OutputKey, OutputSchema: s.OutputSchema, IncludeContents: agentcore.IncludeContents(s.IncludeContents),
 			GenerateConfig: gen, Parameters: paramSpecs(s.Parameters),
 		})
@@ -472,6 +512,13 @@ func (b *builder) tools(key string, s Agent) []agentcore.Tool {
 				out = append(out, agentcore.PreloadMemory(0))
 			case agentcore.LoadArtifactsToolName:
 				out = append(out, agentcore.LoadArtifacts())
+			case agentcore.GoogleSearchToolName, agentcore.URLContextToolName, agentcore.CodeExecutionToolName:
+				if typ := b.providerType(s.Model); typ != "gemini" {
+					b.errf("%s.builtin: %s runs on Gemini only, but model %q is on a provider of type %q", tkey, t.Builtin, s.Model, typ)
+					continue
+				}
+				out = append(out, map[string]func() agentcore.Tool{agentcore.GoogleSearchToolName: agentcore.GoogleSearch,
+					agentcore.URLContextToolName: agentcore.URLContext, agentcore.CodeExecutionToolName: agentcore.CodeExecution}[t.Builtin]())
 			default:
 				b.errf("%s.builtin: unknown builtin %q (want one of %s)", tkey, t.Builtin, strings.Join(builtins, ", "))
 			}
@@ -504,6 +551,102 @@ func (b *builder) tools(key string, s Agent) []agentcore.Tool {
 		}
 	}
 	return out
+}
+
+// providerType is the type of the provider a model reference names ("" if
+// unknown).
+func (b *builder) providerType(ref string) string {
+	prov, _, _ := strings.Cut(ref, "/")
+	for _, p := range b.set.Providers {
+		if p.Name == prov {
+			return p.Type
+		}
+	}
+	return ""
+}
+
+var prefixRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,31}$`)
+
+// toolsets checks the shape of an agent's toolsets entries and has
+// BuildOptions.Toolsets make them.
+func (b *builder) toolsets(key string, s Agent) []agentcore.Toolset {
+	var out []agentcore.Toolset
+	prefixes := map[string]bool{}
+	for j, ts := range s.Toolsets {
+		tkey := fmt.Sprintf("%s.toolsets[%d]", key, j)
+		ok := true
+		bad := func(format string, args ...any) { b.errf(format, args...); ok = false }
+		switch {
+		case ts.MCP == nil && ts.OpenAPI == nil:
+			bad("%s: needs mcp or openapi", tkey)
+		case ts.MCP != nil && ts.OpenAPI != nil:
+			bad("%s: takes one of mcp or openapi, not both", tkey)
+		case ts.MCP != nil:
+			m := ts.MCP
+			switch {
+			case m.URL == "" && m.Command == "":
+				bad("%s.mcp: url or command required", tkey)
+			case m.URL != "" && m.Command != "":
+				bad("%s.mcp: url and command exclude each other", tkey)
+			case m.URL != "" && !httpURL(m.URL):
+				bad("%s.mcp.url: must be an absolute http(s) URL, got %q", tkey, m.URL)
+			case m.URL != "" && (len(m.Args) > 0 || len(m.Env) > 0):
+				bad("%s.mcp: args and env go with command, not url", tkey)
+			case m.Command != "" && len(m.Headers) > 0:
+				bad("%s.mcp.headers: headers go with url, not command", tkey)
+			}
+			if m.Timeout < 0 {
+				bad("%s.mcp.timeout: must not be negative", tkey)
+			}
+		default:
+			o := ts.OpenAPI
+			if o.Spec == "" {
+				bad("%s.openapi.spec: required (the path of an OpenAPI 3 document)", tkey)
+			}
+			if o.BaseURL != "" && !httpURL(o.BaseURL) {
+				bad("%s.openapi.base_url: must be an absolute http(s) URL, got %q", tkey, o.BaseURL)
+			}
+			if o.Timeout < 0 {
+				bad("%s.openapi.timeout: must not be negative", tkey)
+			}
+		}
+		if ts.Prefix != "" {
+			if !prefixRE.MatchString(ts.Prefix) {
+				bad("%s.prefix: must match [a-zA-Z][a-zA-Z0-9_]*, at most 32 characters, got %q", tkey, ts.Prefix)
+			} else if prefixes[ts.Prefix] {
+				bad("%s.prefix: duplicate prefix %q on this agent", tkey, ts.Prefix)
+			}
+			prefixes[ts.Prefix] = true
+		}
+		for k, name := range ts.Allow {
+			if name == "" {
+				bad("%s.allow[%d]: empty tool name", tkey, k)
+			}
+		}
+		if !ok {
+			continue
+		}
+		if b.opts.Toolsets == nil {
+			b.errf("%s: toolsets are not available in this build", tkey)
+			continue
+		}
+		made, err := b.opts.Toolsets(s.Name, ts)
+		if err != nil {
+			b.errf("%s: %v", tkey, err)
+			continue
+		}
+		if made == nil {
+			b.errf("%s: toolsets are not available in this build", tkey)
+			continue
+		}
+		out = append(out, agentcore.FilterToolset(made, agentcore.ToolsetOptions{Prefix: ts.Prefix, Allow: ts.Allow}))
+	}
+	return out
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // clientActions maps the client-visible names of the client actions

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -68,7 +69,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	log := newLogger(stdout, cfg.Log)
 
-	catalog, err := spec.Build(cfg.Spec(), spec.BuildOptions{Factories: providerFactories()})
+	tools := newToolMakers(log, lookup, filepath.Dir(path))
+	defer tools.Close() // after the server stopped: running calls finish first
+	catalog, err := spec.Build(cfg.Spec(), spec.BuildOptions{Factories: providerFactories(), Tools: tools.tool, Toolsets: tools.toolset})
 	if err != nil {
 		printProblems(stderr, path, err)
 		return 2
