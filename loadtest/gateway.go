@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// gatewayConfig is the generated config.yaml: one openai-type provider
+// pointing at the mock upstream, and the scenarios' trees.
+func gatewayConfig(upstreamURL, sessionsBackend, redisURL, logLevel string) string {
+	sess := "sessions: {backend: memory}"
+	if sessionsBackend == "redis" {
+		sess = fmt.Sprintf("sessions: {backend: redis, redis_url: %q, key_prefix: \"loadtest:\", ttl: 1h}", redisURL)
+	}
+	return fmt.Sprintf(`server: {addr: "127.0.0.1:0", shutdown_grace: 5s}
+%s
+log: {level: %s}
+providers:
+  - {name: mock, type: openai, base_url: %q, api_key: mock-key, max_retries: 0, timeout: 60s}
+agents:
+  - {name: pass, model: mock/pass, description: Answers directly., instruction: Answer.}
+  - {name: router, model: mock/router, description: Routes., instruction: Route., sub_agents: [worker]}
+  - {name: worker, model: mock/worker, description: Does the work., instruction: Work.}
+  - {name: caller, model: mock/caller, description: Calls a helper., instruction: Use the helper., agent_tools: [helper]}
+  - {name: helper, model: mock/helper, description: Looks things up., instruction: Look it up.}
+  - {name: hold, model: mock/hold, description: Streams slowly., instruction: Stream.}
+models:
+  - {id: pass, agent: pass}
+  - {id: transfer, agent: router, route_next_turn: root}
+  - {id: agent-tool, agent: caller}
+  - {id: hold, agent: hold}
+`, sess, logLevel, upstreamURL)
+}
+
+// Gateway is agentgate running as a child process.
+type Gateway struct {
+	cmd  *exec.Cmd
+	base string
+	done chan error
+}
+
+// buildGateway compiles ./cmd/gateway of the module in root into dir.
+func buildGateway(root, dir string) (string, error) {
+	bin := filepath.Join(dir, "agentgate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/gateway: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot finds the directory holding go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the agentgate module: run from the repository")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// StartGateway runs bin on config and waits until it listens. extraArgs
+// are appended to the command line.
+func StartGateway(bin, config string, extraArgs ...string) (*Gateway, error) {
+	cmd := exec.Command(bin, append([]string{"-config", config}, extraArgs...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cmd: cmd, done: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		g.done <- err
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "agentgate listening" {
+				addr <- rec.Addr
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr) // logs are produced, and dropped
+	}()
+	select {
+	case a := <-addr:
+		g.base = "http://" + a
+		return g, nil
+	case err := <-g.done:
+		return nil, fmt.Errorf("gateway exited: %v\n%s", err, stderr.String())
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("gateway did not start within 60s")
+	}
+}
+
+// Stop sends SIGTERM and waits for the exit.
+func (g *Gateway) Stop() error {
+	_ = g.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-g.done:
+		return err
+	case <-time.After(20 * time.Second):
+		_ = g.cmd.Process.Kill()
+		return errors.New("gateway did not stop")
+	}
+}
+
+// Proc reads the child's CPU time and resident memory from /proc.
+type Proc struct {
+	CPU time.Duration
+	RSS int64
+}
+
+func (g *Gateway) Proc() (Proc, error) {
+	pid := strconv.Itoa(g.cmd.Process.Pid)
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return Proc{}, err
+	}
+	// Fields after the command name (which is in parentheses).
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	p := Proc{CPU: time.Duration(utime+stime) * time.Second / ticks}
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return p, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			p.RSS = kb << 10
+		}
+	}
+	return p, nil
+}
+
+// Metrics scrapes the gateway's /metrics into name{labels} -> value.
+func (g *Gateway) Metrics(ctx context.Context) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// sumPrefix adds the series whose key starts with prefix.
+func sumPrefix(m map[string]float64, prefix string) float64 {
+	var s float64
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			s += v
+		}
+	}
+	return s
+}
+
+// startRedis runs a private redis-server on a free loopback port, without
+// persistence, in dir. It never touches a Redis it did not start.
+func startRedis(dir string) (url string, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, errors.New("redis-server not found (apt-get install redis-server)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--maxclients", "10000")
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("redis-server on %s did not start: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "redis://" + addr + "/0", stop, nil
+}

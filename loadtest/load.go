@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Scenario is one workload: a turn sent to a virtual model of the gateway,
+// and the upstream calls that the same turn makes, which the direct path
+// sends itself, one after the other.
+type Scenario struct {
+	Key    string
+	Name   string
+	Model  string
+	Stream bool
+	Direct []string
+}
+
+var scenarios = []Scenario{
+	{Key: "nonstream", Name: "non-streaming pass-through", Model: "pass", Stream: false, Direct: []string{"pass"}},
+	{Key: "stream", Name: "streaming pass-through", Model: "pass", Stream: true, Direct: []string{"pass"}},
+	{Key: "transfer", Name: "transfer tree", Model: "transfer", Stream: true, Direct: []string{"router", "worker"}},
+	{Key: "agenttool", Name: "agent tool", Model: "agent-tool", Stream: true, Direct: []string{"caller", "helper", "caller"}},
+}
+
+// Sample is one measured turn.
+type Sample struct {
+	Lat, TTFT time.Duration
+	Err       error
+}
+
+// Result summarises one phase.
+type Result struct {
+	N, Errors int
+	FirstErr  error
+	Elapsed   time.Duration
+	Lat, TTFT []time.Duration // sorted
+}
+
+// Throughput is completed turns per second.
+func (r Result) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.N-r.Errors) / r.Elapsed.Seconds()
+}
+
+// Pct returns the p-th percentile (0-100) of sorted durations.
+func Pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p/100+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// runLoad starts n turns at rate per second (an open loop: a turn starts
+// when it is due, whether or not earlier ones have finished), at most
+// maxInFlight at once, and waits for all of them.
+func runLoad(ctx context.Context, rate, n, maxInFlight int, do func(ctx context.Context, i int) Sample) Result {
+	samples := make([]Sample, n)
+	sem := make(chan struct{}, maxInFlight)
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			samples[i] = do(ctx, i)
+		}()
+	}
+	wg.Wait()
+	r := Result{N: n, Elapsed: time.Since(start)}
+	for _, s := range samples {
+		if s.Err != nil {
+			r.Errors++
+			if r.FirstErr == nil {
+				r.FirstErr = s.Err
+			}
+			continue
+		}
+		r.Lat = append(r.Lat, s.Lat)
+		if s.TTFT > 0 {
+			r.TTFT = append(r.TTFT, s.TTFT)
+		}
+	}
+	slices.Sort(r.Lat)
+	slices.Sort(r.TTFT)
+	return r
+}
+
+// Client sends chat completions over keep-alive loopback connections.
+type Client struct{ hc *http.Client }
+
+func newClient() *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+}
+
+// call posts one chat completion and reads it whole. For a stream it
+// returns the time to the first non-empty content delta (0 if none) and
+// fails on an error frame or a stream without [DONE].
+func (c *Client) call(ctx context.Context, url string, body []byte, session string, stream bool) (time.Duration, error) {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Session-Id", session)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	if !stream {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return 0, err
+	}
+	var ttft time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		data := line[6:]
+		switch {
+		case bytes.Equal(data, []byte("[DONE]")):
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return ttft, nil
+		case bytes.HasPrefix(data, []byte(`{"error"`)):
+			return 0, fmt.Errorf("error frame: %s", data)
+		case ttft == 0 && hasContent(data):
+			ttft = time.Since(start)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("stream ended without [DONE]")
+}
+
+var contentKey = []byte(`"content":"`)
+
+// hasContent reports a chunk with a non-empty content delta.
+func hasContent(chunk []byte) bool {
+	i := bytes.Index(chunk, contentKey)
+	return i >= 0 && i+len(contentKey) < len(chunk) && chunk[i+len(contentKey)] != '"'
+}
+
+func userBody(model string, stream bool) []byte {
+	return []byte(`{"model":"` + model + `","stream":` + strconv.FormatBool(stream) +
+		`,"messages":[{"role":"user","content":"hello, please answer"}]}`)
+}
+
+// toolResultBody is the caller's second call: its tool call and the result.
+func toolResultBody(model string, stream bool) []byte {
+	return []byte(`{"model":"` + model + `","stream":` + strconv.FormatBool(stream) +
+		`,"messages":[{"role":"user","content":"hello, please answer"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"helper","arguments":"{\"request\":\"look this up\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"{\"text\":\"found it\"}"}]}`)
+}
+
+// direct sends a scenario's upstream calls straight to the mock upstream.
+// Latency is the whole sequence; time to first token is measured to the
+// first content of the last call, as through the gateway.
+func (c *Client) direct(ctx context.Context, upstream string, sc Scenario) Sample {
+	start := time.Now()
+	var ttft time.Duration
+	for j, m := range sc.Direct {
+		body := userBody(m, sc.Stream)
+		if j > 0 && m == sc.Direct[0] {
+			body = toolResultBody(m, sc.Stream)
+		}
+		callStart := time.Now()
+		t, err := c.call(ctx, upstream+"/chat/completions", body, "", sc.Stream)
+		if err != nil {
+			return Sample{Err: err}
+		}
+		if j == len(sc.Direct)-1 && t > 0 {
+			ttft = callStart.Sub(start) + t
+		}
+	}
+	return Sample{Lat: time.Since(start), TTFT: ttft}
+}
+
+// viaGateway sends a scenario's turn to the gateway, on session (empty:
+// stateless).
+func (c *Client) viaGateway(ctx context.Context, base string, sc Scenario, session string) Sample {
+	start := time.Now()
+	t, err := c.call(ctx, base+"/v1/chat/completions", userBody(sc.Model, sc.Stream), session, sc.Stream)
+	if err != nil {
+		return Sample{Err: err}
+	}
+	if sc.Stream && t == 0 {
+		return Sample{Err: errors.New("stream without content")}
+	}
+	return Sample{Lat: time.Since(start), TTFT: t}
+}

@@ -1,0 +1,406 @@
+// Command loadtest measures what agentgate costs on top of its upstream.
+//
+// It starts a mock OpenAI-compatible upstream (in this process) and
+// agentgate (the real binary, built from ./cmd/gateway, with a generated
+// config whose openai provider points at the mock), then sends, in one run,
+// the same workload twice: straight to the mock, and through agentgate. The
+// difference is the gateway's own cost. Everything listens on loopback;
+// every loop is bounded by the request count.
+//
+//	go run ./loadtest                       # every scenario, memory and redis sessions
+//	go run ./loadtest -quick                # a short smoke run
+//	go run ./loadtest -scenarios nonstream -sessions memory -rate 1000 -duration 20s
+//
+// Redis sessions use a private redis-server started on a free port (never
+// the shared one on 6379). The report is Markdown on stdout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	scenarios   []string
+	sessions    []string
+	rate        int
+	streamRate  int
+	duration    time.Duration
+	warmup      time.Duration
+	latency     time.Duration
+	chunks      int
+	interval    time.Duration
+	openStreams int
+	maxInFlight int
+	gatewayBin  string
+	logLevel    string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	scen := fs.String("scenarios", "nonstream,stream,transfer,agenttool", "scenarios to run: nonstream, stream, transfer, agenttool")
+	sess := fs.String("sessions", "memory,redis", "session setups: memory, redis (a private redis-server), stateless (no X-Session-Id)")
+	fs.IntVar(&o.rate, "rate", 1000, "turns per second for the non-streaming scenario")
+	fs.IntVar(&o.streamRate, "stream-rate", 200, "turns per second for the streaming scenarios")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and path")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time per scenario and path, before measuring")
+	fs.DurationVar(&o.latency, "latency", 5*time.Millisecond, "mock upstream: time before the first byte of every answer")
+	fs.IntVar(&o.chunks, "chunks", 20, "mock upstream: content deltas per streamed answer")
+	fs.DurationVar(&o.interval, "interval", 5*time.Millisecond, "mock upstream: time between streamed deltas")
+	fs.IntVar(&o.openStreams, "open-streams", 1000, "concurrent open streams for the memory-per-stream figure (0 skips it)")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 4096, "bound on turns in flight at once")
+	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "a prebuilt agentgate binary (default: build ./cmd/gateway)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs are read and dropped)")
+	quick := fs.Bool("quick", false, "a short smoke run: 1s per phase at low rates, 100 open streams")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]string{"rate": "100", "stream-rate": "50", "duration": "1s", "warmup": "200ms", "open-streams": "100"} {
+			if !set[name] {
+				_ = fs.Set(name, v)
+			}
+		}
+	}
+	o.scenarios, o.sessions = strings.Split(*scen, ","), strings.Split(*sess, ",")
+	for _, s := range o.scenarios {
+		if scenarioByKey(s) == nil {
+			return fmt.Errorf("unknown scenario %q", s)
+		}
+	}
+	for _, s := range o.sessions {
+		if s != "memory" && s != "redis" && s != "stateless" {
+			return fmt.Errorf("unknown session setup %q", s)
+		}
+	}
+	if o.rate <= 0 || o.streamRate <= 0 || o.duration <= 0 {
+		return errors.New("rates and duration must be positive")
+	}
+
+	tmp, err := os.MkdirTemp("", "agentgate-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := o.gatewayBin
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "building ./cmd/gateway ...")
+		if bin, err = buildGateway(root, tmp); err != nil {
+			return err
+		}
+	}
+	up, err := StartUpstream(UpstreamConfig{Latency: o.latency, Chunks: o.chunks, Interval: o.interval})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+
+	rep := &report{opts: o, machine: machineInfo(), started: time.Now()}
+	c := newClient()
+	for _, setup := range o.sessions {
+		if err := runSetup(ctx, stderr, rep, c, up, bin, tmp, setup); err != nil {
+			return fmt.Errorf("%s sessions: %w", setup, err)
+		}
+	}
+	rep.write(stdout, args)
+	return nil
+}
+
+func scenarioByKey(k string) *Scenario {
+	for i := range scenarios {
+		if scenarios[i].Key == k {
+			return &scenarios[i]
+		}
+	}
+	return nil
+}
+
+// runSetup starts a gateway for one session setup and runs every
+// scenario against it, then the open-streams measurement.
+func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Upstream, bin, tmp, setup string) error {
+	backend, redisURL := "memory", ""
+	if setup == "redis" {
+		dir := filepath.Join(tmp, "redis")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		url, stop, err := startRedis(dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		backend, redisURL = "redis", url
+	}
+	cfgPath := filepath.Join(tmp, "config-"+setup+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(gatewayConfig(up.BaseURL(), backend, redisURL, rep.opts.logLevel)), 0o644); err != nil {
+		return err
+	}
+	gw, err := StartGateway(bin, cfgPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = gw.Stop() }()
+
+	o := rep.opts
+	if o.openStreams > 0 {
+		fmt.Fprintf(log, "[%s] %d open streams ...\n", setup, o.openStreams)
+		r, err := openStreams(ctx, c, gw, up, o.openStreams, setup != "stateless")
+		if err != nil {
+			return fmt.Errorf("open streams: %w", err)
+		}
+		r.Setup = setup
+		rep.open = append(rep.open, r)
+	}
+	for _, key := range o.scenarios {
+		sc := *scenarioByKey(key)
+		rate := o.streamRate
+		if !sc.Stream {
+			rate = o.rate
+		}
+		n := int(o.duration.Seconds() * float64(rate))
+		warm := int(o.warmup.Seconds() * float64(rate))
+		session := func(phase string, i int) string {
+			if setup == "stateless" {
+				return ""
+			}
+			return fmt.Sprintf("lt-%s-%s-%d", sc.Key, phase, i)
+		}
+		fmt.Fprintf(log, "[%s] %s: %d turns at %d/s, direct then through agentgate ...\n", setup, sc.Name, n, rate)
+		directDo := func(ctx context.Context, i int) Sample { return c.direct(ctx, up.BaseURL(), sc) }
+		runLoad(ctx, rate, warm, o.maxInFlight, directDo)
+		direct := runLoad(ctx, rate, n, o.maxInFlight, directDo)
+
+		runLoad(ctx, rate, warm, o.maxInFlight, func(ctx context.Context, i int) Sample {
+			return c.viaGateway(ctx, gw.base, sc, session("warm", i))
+		})
+		m0, err := gw.Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		p0, err := gw.Proc()
+		if err != nil {
+			return err
+		}
+		via := runLoad(ctx, rate, n, o.maxInFlight, func(ctx context.Context, i int) Sample {
+			return c.viaGateway(ctx, gw.base, sc, session("run", i))
+		})
+		p1, err := gw.Proc()
+		if err != nil {
+			return err
+		}
+		m1, err := gw.Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		ops := sumPrefix(m1, "agentgate_session_store_operations_total") - sumPrefix(m0, "agentgate_session_store_operations_total")
+		rep.rows = append(rep.rows, row{Scenario: sc, Setup: setup, Rate: rate, Direct: direct, Via: via,
+			CPU: p1.CPU - p0.CPU, StoreOps: ops})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// OpenResult is the memory taken by streams held open at once.
+type OpenResult struct {
+	Setup                string
+	N                    int
+	Open                 float64 // agentgate_open_streams while held
+	RSSPer, HeapPer      float64 // bytes per stream
+	GoroutinesPer        float64
+	OpenedIn             time.Duration
+	RSSBefore, RSSDuring int64
+}
+
+// openStreams holds n streams open through the gateway at once (the mock
+// holds each after its first delta) and measures the gateway's memory.
+func openStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n int, withSession bool) (OpenResult, error) {
+	// Warm the pools first, then take the baseline.
+	if _, err := holdStreams(ctx, c, gw, up, min(n, 50), withSession, "warm", nil); err != nil {
+		return OpenResult{}, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	m0, err := gw.Metrics(ctx)
+	if err != nil {
+		return OpenResult{}, err
+	}
+	p0, err := gw.Proc()
+	if err != nil {
+		return OpenResult{}, err
+	}
+	res := OpenResult{N: n, RSSBefore: p0.RSS}
+	var measureErr error
+	openedIn, err := holdStreams(ctx, c, gw, up, n, withSession, "open", func() {
+		time.Sleep(500 * time.Millisecond)
+		m1, err := gw.Metrics(ctx)
+		if err != nil {
+			measureErr = err
+			return
+		}
+		p1, err := gw.Proc()
+		if err != nil {
+			measureErr = err
+			return
+		}
+		res.RSSDuring = p1.RSS
+		res.Open = m1[`agentgate_open_streams{route="/v1/chat/completions"}`]
+		res.RSSPer = float64(p1.RSS-p0.RSS) / float64(n)
+		res.HeapPer = (m1["go_memstats_heap_inuse_bytes"] - m0["go_memstats_heap_inuse_bytes"]) / float64(n)
+		res.GoroutinesPer = (m1["go_goroutines"] - m0["go_goroutines"]) / float64(n)
+	})
+	if err != nil {
+		return res, err
+	}
+	res.OpenedIn = openedIn
+	return res, measureErr
+}
+
+// holdStreams opens n streams on the "hold" model, calls during() once all
+// have their first delta, then releases them and waits for their ends.
+func holdStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n int, withSession bool, phase string, during func()) (time.Duration, error) {
+	var opened, done sync.WaitGroup
+	opened.Add(n)
+	done.Add(n)
+	errs := make(chan error, n)
+	dial := make(chan struct{}, 100) // bounds connection set-up, not open streams
+	start := time.Now()
+	for i := range n {
+		go func() {
+			defer done.Done()
+			isOpen := sync.OnceFunc(opened.Done)
+			defer isOpen()
+			dial <- struct{}{}
+			undial := sync.OnceFunc(func() { <-dial })
+			defer undial()
+			session := ""
+			if withSession {
+				session = fmt.Sprintf("lt-hold-%s-%d", phase, i)
+			}
+			err := c.holdOne(ctx, gw.base, session, func() { undial(); isOpen() })
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	waitCh := make(chan struct{})
+	go func() { opened.Wait(); close(waitCh) }()
+	select {
+	case <-waitCh:
+	case <-time.After(2 * time.Minute):
+		up.Release()
+		return 0, errors.New("streams did not all open within 2 minutes")
+	}
+	openedIn := time.Since(start)
+	if during != nil {
+		during()
+	}
+	up.Release()
+	done.Wait()
+	close(errs)
+	for err := range errs {
+		return openedIn, err
+	}
+	return openedIn, nil
+}
+
+// holdOne streams from the "hold" model; firstContent runs at the first
+// content delta.
+func (c *Client) holdOne(ctx context.Context, base, session string, firstContent func()) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions",
+		strings.NewReader(string(userBody("hold", true))))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Session-Id", session)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	buf := make([]byte, 4096)
+	seen := false
+	var tail []byte
+	for {
+		k, err := resp.Body.Read(buf)
+		if k > 0 {
+			if !seen && hasContent(buf[:k]) {
+				seen = true
+				firstContent()
+			}
+			tail = append(tail[max(0, len(tail)-32):], buf[:k]...)
+		}
+		if err == io.EOF {
+			if !strings.Contains(string(tail), "[DONE]") {
+				return errors.New("held stream ended without [DONE]")
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// machine describes where the figures come from.
+type machine struct {
+	CPUs    int
+	CPU     string
+	Go      string
+	OS      string
+	LoadAvg string
+}
+
+func machineInfo() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			m.LoadAvg = strings.Join(f[:3], " ")
+		}
+	}
+	return m
+}
