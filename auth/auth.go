@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore/model"
 )
+
+// paramNameRE is what a parameter name looks like (as agents declare them).
+var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // minSecretBytes is the shortest HMAC secret accepted (RFC 7518 §3.2 asks
 // for at least the hash size; 32 bytes fits HS256).
@@ -138,7 +142,8 @@ type Verifier struct {
 }
 
 // New loads the keys and returns a verifier. Every problem found is
-// reported, naming the setting at fault.
+// reported, one per line, each naming the setting at fault relative to
+// auth.jwt ("public_key_files[1]: ...").
 func New(cfg Config) (*Verifier, error) {
 	if cfg.UserClaim == "" {
 		cfg.UserClaim = "sub"
@@ -186,15 +191,15 @@ func New(cfg Config) (*Verifier, error) {
 		switch {
 		case p.Claim == "":
 			errs = append(errs, fmt.Errorf("parameters[%d].claim: required", i))
-		case p.Name == "":
-			errs = append(errs, fmt.Errorf("parameters[%d].name: required", i))
+		case !paramNameRE.MatchString(p.Name):
+			errs = append(errs, fmt.Errorf("parameters[%d].name: must match %s, got %q", i, paramNameRE, p.Name))
 		case seen[p.Name]:
 			errs = append(errs, fmt.Errorf("parameters[%d].name: duplicate parameter %q", i, p.Name))
 		}
 		seen[p.Name] = true
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("auth: %w", errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	if len(v.keys) == 0 {
 		return nil, errors.New("auth: no key configured (hs256_secret, public_key_files or jwks_file)")

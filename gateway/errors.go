@@ -12,6 +12,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/artifact"
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -48,6 +49,31 @@ func classify(err error) *apiError {
 	if we, ok := openaiwire.AsError(err); ok {
 		return &apiError{status: we.Status, kind: we.Type, code: we.Code, param: we.Param, message: we.Message}
 	}
+	var authErr *auth.Error
+	if errors.As(err, &authErr) {
+		msg := "Invalid bearer token."
+		if authErr.Reason == auth.ReasonMissing {
+			msg = "Missing bearer token: send the header Authorization: Bearer <token>."
+		}
+		return &apiError{status: http.StatusUnauthorized, kind: "invalid_request_error", code: "invalid_api_key", message: msg}
+	}
+	var denied *modelDeniedError
+	if errors.As(err, &denied) {
+		return &apiError{status: http.StatusForbidden, kind: "invalid_request_error", code: "model_not_allowed", param: "model",
+			message: "Your token does not allow model " + denied.model + "."}
+	}
+	var pe *paramError
+	if errors.As(err, &pe) {
+		if pe.bound {
+			return &apiError{status: http.StatusForbidden, kind: "invalid_request_error", code: "parameter_bound_by_token", param: pe.field, message: pe.message}
+		}
+		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: pe.code, param: pe.field, message: pe.message}
+	}
+	var missingParam *agentcore.ParamError
+	if errors.As(err, &missingParam) {
+		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "missing_parameter",
+			message: "The request cannot run: " + missingParam.Error() + "."}
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return &apiError{status: http.StatusRequestEntityTooLarge, kind: "invalid_request_error", code: "request_too_large",
@@ -66,6 +92,8 @@ func classify(err error) *apiError {
 		return modelError(me)
 	}
 	switch {
+	case errors.Is(err, errNotOwner):
+		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "session_not_found", message: "Session not found."}
 	case errors.Is(err, errShuttingDown):
 		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "shutting_down", message: "The server is shutting down; retry the request."}
 	case errors.Is(err, sessions.ErrNotFound):
@@ -113,6 +141,7 @@ func modelError(me *model.Error) *apiError {
 
 // writeOpenAIError answers with OpenAI's error envelope.
 func writeOpenAIError(c *gin.Context, e *apiError) {
+	setUnauthorized(c, e.status)
 	if e.retryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
 	} else if e.status == http.StatusTooManyRequests {
@@ -127,6 +156,7 @@ func toWire(e *apiError) *openaiwire.Error {
 
 // writeNativeError answers with ADK's {"error": "..."}.
 func writeNativeError(c *gin.Context, e *apiError) {
+	setUnauthorized(c, e.status)
 	if e.retryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
 	}

@@ -57,6 +57,9 @@ func (s *Server) listApps(c *gin.Context) {
 	if c.Query("detailed") == "true" {
 		apps := make([]appInfo, 0, len(s.cfg.Catalog.Apps))
 		for _, a := range s.cfg.Catalog.Apps {
+			if !canUse(c.Request.Context(), a.ID) {
+				continue
+			}
 			apps = append(apps, appInfo{Name: a.ID, RootAgentName: a.Root.Name(), Description: a.Description, Language: "yaml"})
 		}
 		c.JSON(http.StatusOK, gin.H{"apps": apps})
@@ -64,6 +67,9 @@ func (s *Server) listApps(c *gin.Context) {
 	}
 	names := make([]string, 0, len(s.cfg.Catalog.Apps))
 	for _, a := range s.cfg.Catalog.Apps {
+		if !canUse(c.Request.Context(), a.ID) {
+			continue
+		}
 		names = append(names, a.ID)
 	}
 	c.JSON(http.StatusOK, names)
@@ -117,6 +123,12 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 		return nil, appNotFound(req.AppName)
 	}
 	noteModel(c, a.ID)
+	if err := allowModel(c.Request.Context(), a.ID); err != nil {
+		return nil, err
+	}
+	if req.UserID, err = ownUser(c.Request.Context(), req.UserID); err != nil {
+		return nil, err
+	}
 	if sessions.ParentID(req.SessionID) != "" {
 		return nil, badRequest("sessionId", "Session "+req.SessionID+" is a sub-conversation of an agent called as a tool; it can be read but not run. Run on "+rootSessionID(req.SessionID)+" instead.")
 	}
@@ -149,7 +161,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 		return nil, err
 	}
 	return &nativeTurn{app: a, release: release, splitArtifacts: req.FunctionCallEventID == "",
-		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta,
+		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta, Params: s.trustedParams(ctx, a),
 			Config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents}}}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,15 +12,15 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/artifact"
 	"github.com/agentgate/agentgate/sessions"
 )
 
-// ParametersStateKey is the session state key under which the
-// caller-supplied conversation parameters of a session-create request are
-// kept. Keys starting with '~' are the gateway's: clients cannot set them
-// through state or stateDelta.
-const ParametersStateKey = "~parameters"
+// ParametersStateKey is the session state key under which a session's
+// conversation parameters are kept (see params.go). Keys starting with '~'
+// are the gateway's: clients cannot set them through state or stateDelta.
+const ParametersStateKey = agentcore.ParamsStateKey
 
 // legacyListNames are list routes older adk-web builds call under
 // /apps/{app}/ directly; they answer [].
@@ -54,6 +53,14 @@ func (s *Server) nativeApps(c *gin.Context) {
 	}
 	noteModel(c, a.ID)
 	user, rest := segs[2], segs[4:]
+	user, ownErr := ownUser(c.Request.Context(), user)
+	if ownErr == nil {
+		ownErr = allowModel(c.Request.Context(), a.ID)
+	}
+	if ownErr != nil {
+		writeNativeError(c, classify(ownErr))
+		return
+	}
 	if len(rest) == 1 && rest[0] == "" {
 		rest = nil // ".../sessions/"
 	}
@@ -161,7 +168,7 @@ func (s *Server) subSessions(ctx context.Context, app, user, parent string) ([]*
 			continue
 		}
 		ss.Events = []*sessions.Event{}
-		out = append(out, ss)
+		out = append(out, maskedSession(ss))
 	}
 	return out, nil
 }
@@ -202,7 +209,7 @@ func (s *Server) getSession(c *gin.Context, a *app, user, id string) error {
 	if err != nil {
 		return err
 	}
-	out := sessionWithChildren{Session: sess, SubSessions: make([]string, 0, len(children))}
+	out := sessionWithChildren{Session: maskedSession(sess), SubSessions: make([]string, 0, len(children))}
 	for _, ch := range children {
 		out.SubSessions = append(out.SubSessions, ch.ID)
 	}
@@ -251,15 +258,11 @@ func (s *Server) createSession(c *gin.Context, a *app, user string) error {
 		}
 		events = append(events, ev)
 	}
-	state := req.State
-	if req.Parameters != nil {
-		state = maps.Clone(state)
-		if state == nil {
-			state = map[string]any{}
-		}
-		state[ParametersStateKey] = req.Parameters
-	}
 	ctx := c.Request.Context()
+	state, err := s.sessionState(ctx, a, req.State, req.Parameters)
+	if err != nil {
+		return err
+	}
 	sess, err := s.createNativeSession(ctx, a.ID, user, req.SessionID, state)
 	if err != nil {
 		return err
@@ -269,7 +272,7 @@ func (s *Server) createSession(c *gin.Context, a *app, user string) error {
 			return err
 		}
 	}
-	c.JSON(http.StatusOK, sess)
+	c.JSON(http.StatusOK, maskedSession(sess))
 	return nil
 }
 
@@ -297,7 +300,7 @@ func (s *Server) createSessionWithID(c *gin.Context, a *app, user, id string) er
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, sess)
+	c.JSON(http.StatusOK, maskedSession(sess))
 	return nil
 }
 
@@ -346,7 +349,7 @@ func (s *Server) patchSession(c *gin.Context, a *app, user, id string) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, sess)
+	c.JSON(http.StatusOK, maskedSession(sess))
 	return nil
 }
 

@@ -243,7 +243,7 @@ func TestNativeCreateWithEventsAndParameters(t *testing.T) {
 	if len(sess.Events) != 2 || sess.Events[0].ID != "e1" || sess.Events[1].ID == "" || sess.Events[1].Timestamp.IsZero() {
 		t.Fatalf("imported events %+v", sess.Events)
 	}
-	want := map[string]any{"k": "v", "seen": true, gateway.ParametersStateKey: map[string]any{"customerId": "c-42"}}
+	want := map[string]any{"k": "v", "seen": true, gateway.ParametersStateKey: map[string]any{"customerId": map[string]any{"value": "c-42", "sendToModel": true}}}
 	if diff := cmp.Diff(want, sess.State); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}

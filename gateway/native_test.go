@@ -60,7 +60,7 @@ func newNativeFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *nativeFixt
 			{Name: "coordinator", Model: "demo/coord", Description: "Routes.", Instruction: "Route.", SubAgents: []string{"greeter", "billing"},
 				AgentTools: []string{"summarizer", "picker"}, Tools: []spec.Tool{{Builtin: "get_user_choice"}}},
 			{Name: "greeter", Model: "demo/greeter", Description: "Greets."},
-			{Name: "billing", Model: "demo/billing", Description: "Refunds."},
+			{Name: "billing", Model: "demo/billing", Description: "Refunds.", Parameters: []spec.Parameter{{Name: "customerId"}}},
 			{Name: "summarizer", Model: "demo/summ", Description: "Summarizes."},
 			{Name: "picker", Model: "demo/picker", Description: "Asks the user to pick.", Tools: []spec.Tool{{Builtin: "get_user_choice"}}},
 			{Name: "solo", Model: "fk/solo", Description: "A single agent on a fake model."},

@@ -73,7 +73,7 @@ func newObsFixture(t *testing.T, fake fakeFn) *obsFixture {
 			{Name: "greeter", Model: "demo/greeter", Description: "Greets."},
 			{Name: "billing", Model: "demo/billing", Description: "Refunds.", Tools: []spec.Tool{{Name: "issue_refund", Kind: "client", Description: "Refund in the client's system"}}},
 			{Name: "summarizer", Model: "demo/summ", Description: "Summarizes."},
-			{Name: "solo", Model: "fk/solo", Description: "A single agent on a fake model."},
+			{Name: "solo", Model: "fk/solo", Description: "A single agent on a fake model.", Parameters: []spec.Parameter{{Name: "account"}}},
 		},
 		Models: []spec.VirtualModel{{ID: "desk", Agent: "coordinator", RouteNextTurn: "root"}, {ID: "fake", Agent: "solo"}},
 	}

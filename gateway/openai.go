@@ -31,6 +31,9 @@ const (
 func (s *Server) listModels(c *gin.Context) {
 	list := openaiwire.ModelList{Data: []openaiwire.Model{}}
 	for _, a := range s.cfg.Catalog.Apps {
+		if !canUse(c.Request.Context(), a.ID) {
+			continue
+		}
 		list.Data = append(list.Data, s.modelObject(a.ID))
 	}
 	c.JSON(http.StatusOK, list)
@@ -38,7 +41,7 @@ func (s *Server) listModels(c *gin.Context) {
 
 func (s *Server) getModel(c *gin.Context) {
 	id := strings.TrimPrefix(c.Param("id"), "/")
-	if _, ok := s.apps[id]; !ok {
+	if _, ok := s.apps[id]; !ok || !canUse(c.Request.Context(), id) {
 		writeOpenAIError(c, classify(openaiwire.ModelNotFound(id)))
 		return
 	}
@@ -130,7 +133,10 @@ func validSessionID(id string) bool {
 // prepareChat turns a validated request into a runtime turn: whose session,
 // what is new input, which client tools and per-turn settings.
 func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest) (*chatTurn, error) {
-	user := cmpOr(req.User, req.SafetyIdentifier, "anonymous")
+	if err := allowModel(ctx, a.ID); err != nil {
+		return nil, err
+	}
+	user := chatUser(ctx, req)
 	sid := sessionHeader(h, req.Metadata)
 	if sid != "" && !validSessionID(sid) {
 		return nil, badRequest("X-Session-Id", "Session ids are at most 256 characters, without control characters, and may not start with '~'.")
@@ -165,6 +171,9 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	if rr.Overrides, err = overridesFrom(a, req); err != nil {
 		return nil, err
 	}
+	if rr.Params, err = s.chatParams(ctx, a, req.Metadata); err != nil {
+		return nil, err
+	}
 	turn := &chatTurn{app: a, runner: a.runner, release: func() {}}
 
 	switch {
@@ -179,7 +188,8 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 				turn.release()
 				return nil, &agentcore.UnknownCallError{ID: responses[0].ID}
 			}
-			_, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid})
+			_, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid,
+				State: paramsState(rr.Params)})
 		}
 		if err != nil {
 			turn.release()

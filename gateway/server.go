@@ -50,6 +50,12 @@ type Config struct {
 	CORSOrigins []string
 	// Version is reported by /version.
 	Version string
+	// Auth, when set, requires a bearer token on every route but
+	// PublicPaths (auth.mode: jwt); see auth.go.
+	Auth Authenticator
+	// PublicPaths need no token (default DefaultPublicPaths); an entry
+	// ending in "/*" covers everything below it.
+	PublicPaths []string
 	// Now and NewID replace the clock and id generator (tests).
 	Now   func() time.Time
 	NewID func() string
@@ -135,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		e.Use(s.instrument)
 	}
-	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody)
+	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody, s.authenticate)
 	s.routes(e)
 	s.engine = e
 	return s, nil

@@ -76,6 +76,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		printProblems(stderr, path, err)
 		return 2
 	}
+	authn, err := newAuthenticator(cfg.Auth)
+	if err != nil {
+		printProblems(stderr, path, err)
+		return 2
+	}
 	store, locker, closeStore, err := openSessions(cfg.Sessions)
 	if err != nil {
 		printProblems(stderr, path, err)
@@ -90,7 +95,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
-		CORSOrigins: cfg.Server.CORSOrigins, Version: version})
+		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/agentgate/agentgate/auth"
+	"github.com/agentgate/agentgate/config"
+	"github.com/agentgate/agentgate/gateway"
+)
+
+// newAuthenticator builds the token verifier for auth.mode jwt (nil for
+// none). Key files are read now: a missing or bad key stops start-up, one
+// line per problem naming its key.
+func newAuthenticator(a config.Auth) (gateway.Authenticator, error) {
+	if a.Mode != "jwt" {
+		return nil, nil
+	}
+	j := a.JWT
+	params := make([]auth.ClaimParameter, len(j.Parameters))
+	for i, p := range j.Parameters {
+		params[i] = auth.ClaimParameter{Claim: p.Claim, Name: p.Name, SendToModel: p.SendToModel == nil || *p.SendToModel}
+	}
+	v, err := auth.New(auth.Config{Issuer: j.Issuer, Audience: j.Audience, HMACSecret: j.HS256Secret, PublicKeyFiles: j.PublicKeyFiles,
+		JWKSFile: j.JWKSFile, Leeway: j.Leeway, UserClaim: j.UserClaim, ModelsClaim: j.ModelsClaim, Parameters: params})
+	if err != nil {
+		var lines []error
+		for _, l := range strings.Split(err.Error(), "\n") {
+			lines = append(lines, errors.New("auth.jwt."+strings.TrimPrefix(l, "auth: ")))
+		}
+		return nil, errors.Join(lines...)
+	}
+	return v, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+const testSecret = "cmd-test-secret-of-thirty-two-bytes-at-least"
+
+const jwtConfig = `
+auth:
+  mode: jwt
+  jwt:
+    hs256_secret: ${SECRET}
+    issuer: https://idp.test
+    models_claim: models
+    parameters:
+      - {claim: sub, name: userId, send_to_model: false}
+providers: [{name: demo, type: scripted, rules: [{reply: hi}]}]
+agents: [{name: desk, model: demo/x, parameters: [{name: userId, send_to_model: false, forbid_model_generation: true}]}]
+models: [{id: desk, agent: desk}, {id: other, agent: desk}]
+`
+
+func TestJWTConfigEndToEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jwt.yaml")
+	if err := os.WriteFile(path, []byte(jwtConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"-config", path, "-addr", "127.0.0.1:0"}, lookupFrom(map[string]string{"SECRET": testSecret}), &stdout, &stderr, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("exited %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, _ := get("/healthz", ""); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, body := get("/v1/models", ""); code != http.StatusUnauthorized || !strings.Contains(body, "invalid_api_key") {
+		t.Errorf("/v1/models without a token: %d %s", code, body)
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "iss": "https://idp.test",
+		"exp": time.Now().Add(time.Hour).Unix(), "models": []string{"desk"}}).SignedString([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := get("/v1/models", tok)
+	var list struct{ Data []struct{ ID string } }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Data) != 1 || list.Data[0].ID != "desk" {
+		t.Errorf("/v1/models with a token: %d %s", code, body)
+	}
+	if strings.Contains(stdout.String(), testSecret) || strings.Contains(stdout.String(), tok) {
+		t.Errorf("the logs carry the secret or the token:\n%s", stdout.String())
+	}
+	cancel()
+	<-done
+}
+
+func TestBadJWTConfigExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jwt.yaml")
+	cfg := strings.Replace(jwtConfig, "hs256_secret: ${SECRET}", "hs256_secret: short\n    public_key_files: ["+filepath.Join(dir, "missing.pem")+"]", 1)
+	cfg = strings.Replace(cfg, "name: userId, send_to_model: false}", "name: user-id}", 1)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil); code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, stderr.String())
+	}
+	for _, want := range []string{"auth.jwt.hs256_secret: needs at least 32 bytes", "auth.jwt.public_key_files[0]", "auth.jwt.parameters[0].name"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "short") {
+		t.Errorf("stderr shows the secret:\n%s", stderr.String())
+	}
+}
