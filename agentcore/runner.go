@@ -96,6 +96,10 @@ type RunRequest struct {
 	// Overrides adjust the model calls of this turn's own agents (never
 	// those of agents called as tools).
 	Overrides *Overrides
+	// InvocationID names a new turn's invocation instead of a generated id
+	// (a caller that must know it before the run starts, such as an A2A
+	// task). A turn that resumes a paused invocation keeps that one's id.
+	InvocationID string
 }
 
 // Overrides are per-turn adjustments a client asked for.
@@ -158,7 +162,8 @@ func (r *Run) StartAgent() string {
 func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	run := &Run{usage: &usageTotal{}}
 	t := &turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &atomic.Int64{}, usage: run.usage,
-		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run}
+		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run,
+		newInvID: req.InvocationID}
 	run.events = func(yield func(*sessions.Event, error) bool) {
 		sess, err := r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
 		if errors.Is(err, sessions.ErrNotFound) && r.cfg.AutoCreateSession {
@@ -201,6 +206,8 @@ type turn struct {
 	// tool; secrets are the hidden values of the calling conversation.
 	rootValues *Params
 	secrets    *secretSet
+	// newInvID, when set, is the id of a new (not resumed) invocation.
+	newInvID string
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
@@ -290,6 +297,9 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		}
 	}
 	if len(responses) == 0 {
+		if t.newInvID != "" {
+			return t.nextAgent(sess), t.newInvID, nil, msg, nil
+		}
 		return t.nextAgent(sess), "e-" + t.svc.newID(), nil, msg, nil
 	}
 	var author string

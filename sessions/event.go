@@ -38,6 +38,10 @@ type Event struct {
 
 	Actions            EventActions `json:"actions"`
 	LongRunningToolIDs []string     `json:"longRunningToolIds"`
+	// CustomMetadata holds data about the event that is not content, as
+	// ADK's custom_metadata (for example the remote task an A2A agent's
+	// event belongs to). Values must be JSON-encodable.
+	CustomMetadata map[string]any `json:"customMetadata,omitempty"`
 }
 
 // EventActions carries the control flow of an event as data: state changes,
@@ -133,6 +137,7 @@ func (e *Event) Clone() *Event {
 	if e.LongRunningToolIDs != nil {
 		c.LongRunningToolIDs = append([]string(nil), e.LongRunningToolIDs...)
 	}
+	c.CustomMetadata = maps.Clone(e.CustomMetadata)
 	return &c
 }
 
