@@ -71,11 +71,18 @@ type Parameter struct {
 	ForbidModelGeneration bool   `yaml:"forbid_model_generation"`
 }
 
-// Endpoint places an agent on another server.
+// Endpoint places an agent on another server, called over A2A.
 type Endpoint struct {
-	A2A         string        `yaml:"a2a"`
-	BearerToken model.Secret  `yaml:"bearer_token"`
-	Timeout     time.Duration `yaml:"timeout"`
+	// A2A is the remote agent's URL (its card is found under it).
+	A2A         string       `yaml:"a2a"`
+	BearerToken model.Secret `yaml:"bearer_token"`
+	// Timeout bounds one call of the remote agent.
+	Timeout time.Duration `yaml:"timeout"`
+	// PollInterval spaces task polls when the agent does not stream.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Streaming forces message/stream (true) or polling (false); unset
+	// follows the agent card.
+	Streaming *bool `yaml:"streaming"`
 }
 
 // Tool is one entry of an agent's tools list.
@@ -156,6 +163,9 @@ type BuildOptions struct {
 	// OpenAPI document); the prefix and allow-list are applied here. Who
 	// makes a toolset closes it.
 	Toolsets func(agent string, ts Toolset) (agentcore.Toolset, error)
+	// Remote makes the agent of a spec with an endpoint (an A2A client
+	// agent). Its errors are reported under the spec's endpoint key.
+	Remote func(a Agent) (agentcore.Agent, error)
 }
 
 // App is one virtual model: an agent tree and how it routes turns.
@@ -401,6 +411,9 @@ func (b *builder) build(name string) agentcore.Agent {
 	i := b.specIdx[name]
 	s := b.set.Agents[i]
 	key := fmt.Sprintf("agents[%d]", i)
+	if s.Endpoint != nil {
+		return b.remote(key, s)
+	}
 	var subs []agentcore.Agent
 	okSubs := true
 	for _, n := range s.SubAgents {
@@ -438,10 +451,6 @@ func (b *builder) build(name string) agentcore.Agent {
 			built, err = agentcore.NewLoopAgent(cfg)
 		}
 	case "", "llm":
-		if s.Endpoint != nil {
-			b.errf("%s.endpoint: remote (A2A) agents are not supported yet", key)
-			return nil
-		}
 		if s.Model == "" {
 			b.errf("%s.model: required for an llm agent", key)
 			return nil
@@ -490,6 +499,51 @@ func (b *builder) build(name string) agentcore.Agent {
 	}
 	b.agents[name] = built
 	return built
+}
+
+// remote checks the spec of an agent that lives on another server and has
+// BuildOptions.Remote make it.
+func (b *builder) remote(key string, s Agent) agentcore.Agent {
+	ep := s.Endpoint
+	ok := true
+	bad := func(format string, args ...any) { b.errf(format, args...); ok = false }
+	if s.Type != "" && s.Type != "llm" {
+		bad("%s.type: a remote agent (with an endpoint) cannot be a %s agent", key, s.Type)
+	}
+	if s.Model != "" || s.Instruction != "" || s.GlobalInstruction != "" || s.StaticInstruction != "" || len(s.SubAgents) > 0 ||
+		len(s.AgentTools) > 0 || len(s.Tools) > 0 || len(s.Toolsets) > 0 || s.OutputKey != "" || s.OutputSchema != nil ||
+		s.IncludeContents != "" || s.MaxIterations != 0 || s.Temperature != nil || s.MaxOutputTokens != 0 || s.DisableTransfer {
+		bad("%s: a remote agent runs on its own server: it takes only name, description, parameters and endpoint", key)
+	}
+	if ep.A2A == "" {
+		bad("%s.endpoint.a2a: required (the remote agent's URL)", key)
+	}
+	if ep.Timeout < 0 {
+		bad("%s.endpoint.timeout: must not be negative", key)
+	}
+	if ep.PollInterval < 0 {
+		bad("%s.endpoint.poll_interval: must not be negative", key)
+	}
+	if !ok {
+		return nil
+	}
+	if b.opts.Remote == nil {
+		b.errf("%s.endpoint: remote (A2A) agents are not available in this build", key)
+		return nil
+	}
+	a, err := b.opts.Remote(s)
+	if err != nil {
+		if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+			for _, e := range j.Unwrap() {
+				b.errf("%s.endpoint: %v", key, e)
+			}
+		} else {
+			b.errf("%s.endpoint: %v", key, err)
+		}
+		return nil
+	}
+	b.agents[s.Name] = a
+	return a
 }
 
 func (b *builder) tools(key string, s Agent) []agentcore.Tool {
