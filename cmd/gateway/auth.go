@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentgate/agentgate/auth"
@@ -10,19 +11,30 @@ import (
 )
 
 // newAuthenticator builds the token verifier for auth.mode jwt (nil for
-// none). Key files are read now: a missing or bad key stops start-up, one
-// line per problem naming its key.
-func newAuthenticator(a config.Auth) (gateway.Authenticator, error) {
+// none). Key files are read now, relative paths from dir (the config
+// file's): a missing or bad key stops start-up, one line per problem
+// naming its key.
+func newAuthenticator(a config.Auth, dir string) (gateway.Authenticator, error) {
 	if a.Mode != "jwt" {
 		return nil, nil
 	}
 	j := a.JWT
+	resolve := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	keyFiles := make([]string, len(j.PublicKeyFiles))
+	for i, f := range j.PublicKeyFiles {
+		keyFiles[i] = resolve(f)
+	}
 	params := make([]auth.ClaimParameter, len(j.Parameters))
 	for i, p := range j.Parameters {
 		params[i] = auth.ClaimParameter{Claim: p.Claim, Name: p.Name, SendToModel: p.SendToModel == nil || *p.SendToModel}
 	}
-	v, err := auth.New(auth.Config{Issuer: j.Issuer, Audience: j.Audience, HMACSecret: j.HS256Secret, PublicKeyFiles: j.PublicKeyFiles,
-		JWKSFile: j.JWKSFile, Leeway: j.Leeway, UserClaim: j.UserClaim, ModelsClaim: j.ModelsClaim, Parameters: params})
+	v, err := auth.New(auth.Config{Issuer: j.Issuer, Audience: j.Audience, HMACSecret: j.HS256Secret, PublicKeyFiles: keyFiles,
+		JWKSFile: resolve(j.JWKSFile), Leeway: j.Leeway, UserClaim: j.UserClaim, ModelsClaim: j.ModelsClaim, Parameters: params})
 	if err != nil {
 		var lines []error
 		for _, l := range strings.Split(err.Error(), "\n") {

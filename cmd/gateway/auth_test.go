@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +16,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/agentgate/agentgate/config"
 )
 
 const testSecret = "cmd-test-secret-of-thirty-two-bytes-at-least"
@@ -107,5 +113,27 @@ func TestBadJWTConfigExitsTwo(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "short") {
 		t.Errorf("stderr shows the secret:\n%s", stderr.String())
+	}
+}
+
+func TestKeyFilesRelativeToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ed.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAuthenticator(config.Auth{Mode: "jwt", JWT: config.JWT{PublicKeyFiles: []string{"ed.pem"}}}, dir)
+	if err != nil || a == nil {
+		t.Fatalf("newAuthenticator: %v", err)
+	}
+	if a, err := newAuthenticator(config.Auth{Mode: "none"}, dir); a != nil || err != nil {
+		t.Errorf("mode none: %v %v", a, err)
 	}
 }

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		printProblems(stderr, path, err)
 		return 2
 	}
-	authn, err := newAuthenticator(cfg.Auth)
+	authn, err := newAuthenticator(cfg.Auth, filepath.Dir(path))
 	if err != nil {
 		printProblems(stderr, path, err)
 		return 2
