@@ -58,9 +58,13 @@ type chatTurn struct {
 	runner    *agentcore.Runner
 	req       agentcore.RunRequest
 	sessionID string
-	// stored reports whether the session lives in the gateway's store (and
-	// X-Session-Id is sent); false for a stateless turn until it pauses.
+	// stored reports whether the session lives in the gateway's store;
+	// false for a stateless turn until it pauses.
 	stored bool
+	// echoSession reports whether X-Session-Id is sent back: only for a
+	// session the client named (a stateless turn's bookkeeping session is
+	// internal, found again by tool_call_id).
+	echoSession bool
 	// ephemeral holds a stateless turn's session.
 	ephemeral *sessions.MemoryService
 	// resumedVia lists index sessions to drop once the resumed turn is done.
@@ -93,7 +97,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	noteModel(c, a.ID)
 	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req)
 	if err != nil {
-		writeOpenAIError(c, classify(err))
+		writeOpenAIError(c, chatError(req, err))
 		return
 	}
 	defer turn.release()
@@ -178,7 +182,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 
 	switch {
 	case sid != "":
-		turn.sessionID, turn.stored = sid, true
+		turn.sessionID, turn.stored, turn.echoSession = sid, true, true
 		if err := s.lockSession(ctx, turn, a.ID, user, sid); err != nil {
 			return nil, err
 		}
@@ -439,7 +443,7 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 	start := func() {
 		if w == nil {
 			hdr := map[string]string{}
-			if turn.stored {
+			if turn.echoSession {
 				hdr["X-Session-Id"] = turn.sessionID
 			}
 			w = startSSE(c.Writer, hdr)
@@ -486,7 +490,7 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 		}
 	}
 	annotateRun(c, run)
-	ae := classify(err)
+	ae := chatError(req, err)
 	if ae.status == 499 {
 		return // the client is gone
 	}
@@ -523,14 +527,14 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	}
 	annotateRun(c, run)
 	if runErr != nil {
-		ae := classify(runErr)
+		ae := chatError(req, runErr)
 		if ae.status != 499 {
 			s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", runErr)
 			writeOpenAIError(c, ae)
 		}
 		return
 	}
-	if turn.stored {
+	if turn.echoSession {
 		c.Header("X-Session-Id", turn.sessionID)
 	}
 	comp := enc.Completion(run.Usage())
@@ -538,4 +542,21 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
 	}
 	c.JSON(http.StatusOK, comp)
+}
+
+// chatError maps an error of a chat turn; a response for an unknown tool
+// call names the message that carried it.
+func chatError(req *openaiwire.ChatCompletionRequest, err error) *apiError {
+	ae := classify(err)
+	var uc *agentcore.UnknownCallError
+	if errors.As(err, &uc) {
+		for i, m := range req.Messages {
+			if m.Role == openaiwire.RoleTool && m.ToolCallID == uc.ID {
+				c := *ae
+				c.param = fmt.Sprintf("messages[%d].tool_call_id", i)
+				return &c
+			}
+		}
+	}
+	return ae
 }

@@ -212,13 +212,17 @@ func TestClientToolRoundTripStateless(t *testing.T) {
 		Name: "get_weather", Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}},
 	})}
 	msgs := []openai.ChatCompletionMessageParamUnion{userMsg("what is the weather?")}
-	comp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "desk", Messages: msgs, Tools: tools})
+	var raw *http.Response
+	comp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "desk", Messages: msgs, Tools: tools}, option.WithResponseInto(&raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	choice := comp.Choices[0]
 	if choice.FinishReason != "tool_calls" || len(choice.Message.ToolCalls) != 1 {
 		t.Fatalf("finish %q calls %+v", choice.FinishReason, choice.Message.ToolCalls)
+	}
+	if raw.Header.Get("X-Session-Id") != "" {
+		t.Errorf("a stateless pause sent X-Session-Id %q", raw.Header.Get("X-Session-Id"))
 	}
 	call := choice.Message.ToolCalls[0]
 	if call.Function.Name != "get_weather" || call.Function.Arguments != `{"location":"Paris"}` || len(call.ID) > 40 {
@@ -248,7 +252,7 @@ func TestClientToolRoundTripStateless(t *testing.T) {
 	// The same tool_call_id cannot resume twice.
 	_, err = c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "desk", Messages: msgs, Tools: tools})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "messages" {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "messages[2].tool_call_id" {
 		t.Fatalf("second resume: %v", err)
 	}
 }
@@ -365,7 +369,7 @@ func TestChatErrors(t *testing.T) {
 		{"n > 1", `{"model":"desk","n":2,"messages":[{"role":"user","content":"x"}]}`, 400, "", "n", nil},
 		{"tool message without id", `{"model":"desk","messages":[{"role":"tool","content":"x"}]}`, 400, "", "messages[0].tool_call_id", nil},
 		{"no new input", `{"model":"desk","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`, 400, "", "messages", nil},
-		{"unknown tool call", `{"model":"desk","messages":[{"role":"tool","tool_call_id":"call_nope","content":"x"}]}`, 400, "unknown_tool_call", "messages", nil},
+		{"unknown tool call", `{"model":"desk","messages":[{"role":"tool","tool_call_id":"call_nope","content":"x"}]}`, 400, "unknown_tool_call", "messages[0].tool_call_id", nil},
 		{"response_format on a workflow", `{"model":"team/flow","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]}`, 400, "", "response_format", nil},
 		{"too large", `{"model":"desk","messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`, 413, "request_too_large", "", nil},
 		{"reserved session id", `{"model":"desk","messages":[{"role":"user","content":"x"}]}`, 400, "", "X-Session-Id", []string{"X-Session-Id", "~tmp-1"}},

@@ -560,29 +560,21 @@ describe('openai package', () => {
     });
   });
 
-  // Known gateway bugs, reported and not yet fixed: these run, and a failure
-  // is reported as TODO instead of failing the suite. Drop `todo` once fixed.
-  describe('known gateway bugs', () => {
+  describe('stateless pauses', () => {
     const question = 'What is the weather in Oslo?';
     const base = { model: MODEL, tools: [weatherTool] };
 
-    test(
-      'a stateless turn paused on a client tool sends no X-Session-Id it would refuse',
-      { todo: 'gateway answers X-Session-Id: ~tmp-<uuid> and rejects that id with 400 when a client sends it back' },
-      async () => {
-        const openai = client();
-        const messages = [{ role: 'user', content: question }];
-        const { data: first, response } = await openai.chat.completions.create({ ...base, messages }).withResponse();
-        const call = first.choices[0].message.tool_calls[0];
-        const sid = response.headers.get('x-session-id');
-        if (sid === null) return; // fixed by not sending one
-        // A client that adopts the session id it was given sends it back.
-        const answer = await openai.chat.completions.create(
-          { ...base, messages: [...messages, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'fog' }] },
-          { headers: { 'X-Session-Id': sid } },
-        );
-        assert.ok(answer.choices[0].message.content.startsWith(WEATHER_PREFIX));
-      },
-    );
+    test('a stateless turn paused on a client tool sends no X-Session-Id and resumes by tool_call_id', async () => {
+      const openai = client();
+      const messages = [{ role: 'user', content: question }];
+      const { data: first, response } = await openai.chat.completions.create({ ...base, messages }).withResponse();
+      const call = first.choices[0].message.tool_calls[0];
+      assert.equal(response.headers.get('x-session-id'), null);
+      const answer = await openai.chat.completions.create({
+        ...base,
+        messages: [...messages, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'fog' }],
+      });
+      assert.ok(answer.choices[0].message.content.startsWith(WEATHER_PREFIX));
+    });
   });
 });
