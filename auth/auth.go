@@ -12,6 +12,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -439,3 +440,14 @@ func plain(v any) any {
 	}
 	return v
 }
+
+// String describes the verifier without its keys.
+func (v *Verifier) String() string {
+	return fmt.Sprintf("auth.Verifier{keys: %d, algorithms: %s}", len(v.keys), strings.Join(v.algs, ","))
+}
+
+// GoString is String, so %#v prints no key either.
+func (v *Verifier) GoString() string { return v.String() }
+
+// LogValue keeps the key material out of logs.
+func (v *Verifier) LogValue() slog.Value { return slog.StringValue(v.String()) }

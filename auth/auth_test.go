@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -327,6 +329,17 @@ func TestPrincipalClaims(t *testing.T) {
 	}
 	if (&auth.Principal{Models: []string{}}).CanUse("a") {
 		t.Error("an empty models list allows nothing")
+	}
+}
+
+func TestVerifierPrintsNoKey(t *testing.T) {
+	v := verifier(t, func(c *auth.Config) { c.PublicKeyFiles, c.JWKSFile = nil, "" })
+	var logs strings.Builder
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("verifier", "v", v)
+	for _, out := range []string{fmt.Sprintf("%v %+v %s %#v", v, v, v, v), logs.String()} {
+		if strings.Contains(out, secret) || !strings.Contains(out, "HS256") {
+			t.Errorf("printed verifier: %s", out)
+		}
 	}
 }
 

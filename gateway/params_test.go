@@ -17,6 +17,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model/openai"
 	"github.com/agentgate/agentgate/agentcore/model/scripted"
 	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -36,6 +37,12 @@ func (l *toolLog) last(tool string) map[string]any {
 		return nil
 	}
 	return l.seen[tool][len(l.seen[tool])-1]
+}
+
+func (l *toolLog) count(tool string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen[tool])
 }
 
 // tools makes every configured http tool a function tool that records its
@@ -96,6 +103,7 @@ func paramsSet() spec.Set {
 		{Agent: "coordinator", AfterTool: "profile", Reply: "Profile: {response}"},
 		{Agent: "coordinator", AfterTool: "shop", Reply: "Shop: {response.text}"},
 		{Agent: "coordinator", AfterTool: "transfer_to_agent", Reply: "Transfer: {response}"},
+		{Agent: "coordinator", Match: "impersonate", Call: &scripted.Call{Name: "profile", Args: map[string]any{"request": "{last}", "userId": "mallory"}}},
 		{Agent: "coordinator", Match: "who am i", Call: &scripted.Call{Name: "profile", Args: map[string]any{"request": "{last}"}}},
 		{Agent: "coordinator", Match: "shop", Call: &scripted.Call{Name: "shop", Args: map[string]any{"request": "{last}", "productType": "Laptop"}}},
 		{Agent: "coordinator", Match: "desk", Call: &scripted.Call{Name: "transfer_to_agent", Args: map[string]any{"agent_name": "desk"}}},
@@ -159,6 +167,16 @@ func TestParametersOverOpenAI(t *testing.T) {
 		text := answer(t, b)
 		if strings.Contains(string(b), secret) || !strings.Contains(text, "You are [hidden:userId]") {
 			t.Errorf("answer %q", text)
+		}
+	})
+	t.Run("a model-invented value for a forbidden parameter", func(t *testing.T) {
+		before := tl.count("echo_user")
+		_, _, b := call(t, f, http.MethodPost, "/v1/chat/completions", tok, chatBody("app", "impersonate mallory"))
+		if text := answer(t, b); !strings.Contains(text, `"code":"FORBIDDEN_PARAMETER"`) {
+			t.Errorf("answer %q", text)
+		}
+		if tl.count("echo_user") != before {
+			t.Error("profile ran with an invented user id")
 		}
 	})
 	t.Run("generated as an extra argument", func(t *testing.T) {
@@ -248,6 +266,12 @@ func TestParametersOverNative(t *testing.T) {
 	_, _, b = call(t, f, http.MethodPost, "/run", tok, `{"appName":"app","userId":"me","sessionId":"n1","newMessage":{"parts":[{"text":"shop"}]}}`)
 	if !strings.Contains(string(b), "Looking for Phone") {
 		t.Errorf("shop run: %s", b)
+	}
+	// The sub-conversation of profile keeps the values it resolved, masked.
+	call(t, f, http.MethodPost, "/run", tok, `{"appName":"app","userId":"me","sessionId":"n1","newMessage":{"parts":[{"text":"who am i"}]}}`)
+	status, _, b = call(t, f, http.MethodGet, "/apps/app/users/me/sessions/n1%2Fprofile", tok, "")
+	if status != http.StatusOK || !strings.Contains(string(b), `"~parameters":{"userId":{"sendToModel":false,"trusted":true,"value":"[hidden]"}}`) {
+		t.Errorf("sub-conversation: %d %s", status, b)
 	}
 	for _, tc := range []struct {
 		body   string
@@ -425,5 +449,44 @@ func TestHiddenValueNeverReachesTheUpstream(t *testing.T) {
 	}
 	if s := asJSON(up.byModel["root-m"][0]); strings.Contains(s, "userId") {
 		t.Errorf("root's request mentions userId: %s", s)
+	}
+}
+
+// TestAndGateOverOpenAI: through /v1 with a model that records its
+// requests, a value is shown only when the agent's declaration and the
+// conversation both allow it; an undeclared one is never mentioned.
+func TestAndGateOverOpenAI(t *testing.T) {
+	no := false
+	set := spec.Set{
+		Providers: []spec.Provider{{Name: "fk", Type: "fake"}},
+		Agents: []spec.Agent{{Name: "solo", Model: "fk/solo", Parameters: []spec.Parameter{
+			{Name: "lang", Description: "Reply language"}, {Name: "plan", SendToModel: &no}, {Name: "tier"}}}},
+		Models: []spec.VirtualModel{{ID: "fake", Agent: "solo"}},
+	}
+	f := newFixtureWith(t, set, nil, withJWT(t, func(c *auth.Config) {
+		c.Parameters = append(c.Parameters, auth.ClaimParameter{Claim: "org", Name: "org", SendToModel: true})
+	}))
+	tok := token(t, "dana", map[string]any{"models": []string{"fake"}, "org": "org-ACME-77"})
+	md := map[string]string{"param.lang": "fr-FR", "param.plan": "plan-GOLD-11", "param.tier": "tier-T9", "param.tier.send_to_model": "false"}
+	status, _, b := call(t, f, http.MethodPost, "/v1/chat/completions", tok, chatWithMetadata("fake", "my plan is plan-GOLD-11", md))
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, b)
+	}
+	reqs := f.fakes["solo"].requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	raw, _ := json.Marshal(reqs[0])
+	got := string(raw)
+	for _, want := range []string{"- lang=fr-FR (Reply language)", "- plan: set, value hidden from you", "- tier: set, value hidden from you",
+		"my plan is [hidden:plan]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the request lacks %q:\n%s", want, got)
+		}
+	}
+	for _, never := range []string{"plan-GOLD-11", "tier-T9", "org", "dana"} {
+		if strings.Contains(got, never) {
+			t.Errorf("the request holds %q:\n%s", never, got)
+		}
 	}
 }
