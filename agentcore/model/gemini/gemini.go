@@ -107,7 +107,7 @@ func New(cfg Config) (*Provider, error) {
 	case retries < 0:
 		retries = 0
 	}
-	client := http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	client := http.Client{Transport: model.NewTransport()}
 	if cfg.HTTPClient != nil {
 		client = *cfg.HTTPClient
 	}

@@ -99,7 +99,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		client = &http.Client{Transport: model.NewTransport()}
 	}
 
 	p := &Provider{name: cfg.Name, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}
