@@ -80,7 +80,15 @@ func moduleRoot() (string, error) {
 // are appended to the command line.
 func StartGateway(bin, config string, extraArgs ...string) (*Gateway, error) {
 	cmd := exec.Command(bin, append([]string{"-config", config}, extraArgs...)...)
+	// A clean environment (REDIS_URL would switch the sessions), except
+	// the Go runtime's knobs and a pprof address, for experiments.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == "GOMAXPROCS" || k == "GODEBUG" || k == "AGENTGATE_PPROF_ADDR" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	var stderr bytes.Buffer
