@@ -24,7 +24,8 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", 
 
 // toolMakers makes the tools and toolsets spec does not know (kind: http,
 // toolsets: mcp and openapi) and owns the toolsets it made: Close closes
-// them. Agents that name the same MCP server share one session.
+// them. Agents that name the same MCP server the same way (prefix
+// included) share one session.
 type toolMakers struct {
 	log       *slog.Logger
 	lookup    func(string) (string, bool)
@@ -56,11 +57,11 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 	case ts.MCP != nil:
 		c := ts.MCP
 		key, _ := json.Marshal(struct {
-			URL, Command string
-			Args         []string
-			Headers, Env map[string]string
-			Timeout      string
-		}{c.URL, c.Command, c.Args, reveal(c.Headers), reveal(c.Env), c.Timeout.String()})
+			URL, Command, Prefix string
+			Args                 []string
+			Headers, Env         map[string]string
+			Timeout              string
+		}{c.URL, c.Command, ts.Prefix, c.Args, reveal(c.Headers), reveal(c.Env), c.Timeout.String()})
 		if made, ok := m.mcp[string(key)]; ok {
 			return made, nil
 		}

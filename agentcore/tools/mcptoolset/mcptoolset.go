@@ -40,6 +40,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/tools/httptool"
 )
 
 // Defaults.
@@ -435,10 +436,9 @@ func (t *Toolset) transport() mcp.Transport {
 		cmd.Dir = t.cfg.Dir
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
-	client := &http.Client{}
-	if t.cfg.HTTPClient != nil {
-		*client = *t.cfg.HTTPClient
-	}
+	// Redirects stay on the configured host, as for every tool that calls
+	// out.
+	client := httptool.NewClient(t.cfg.HTTPClient)
 	if len(t.cfg.Headers) > 0 {
 		base := client.Transport
 		if base == nil {
