@@ -55,8 +55,8 @@ type appInfo struct {
 
 func (s *Server) listApps(c *gin.Context) {
 	if c.Query("detailed") == "true" {
-		apps := make([]appInfo, 0, len(s.cfg.Catalog.Apps))
-		for _, a := range s.cfg.Catalog.Apps {
+		apps := make([]appInfo, 0, len(s.catalog().Apps))
+		for _, a := range s.catalog().Apps {
 			if !canUse(c.Request.Context(), a.ID) {
 				continue
 			}
@@ -65,8 +65,8 @@ func (s *Server) listApps(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"apps": apps})
 		return
 	}
-	names := make([]string, 0, len(s.cfg.Catalog.Apps))
-	for _, a := range s.cfg.Catalog.Apps {
+	names := make([]string, 0, len(s.catalog().Apps))
+	for _, a := range s.catalog().Apps {
 		if !canUse(c.Request.Context(), a.ID) {
 			continue
 		}
@@ -118,7 +118,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	case req.SessionID == "":
 		return nil, badRequest("sessionId", "sessionId is required.")
 	}
-	a, ok := s.apps[req.AppName]
+	a, ok := s.appByID(req.AppName)
 	if !ok {
 		return nil, appNotFound(req.AppName)
 	}

@@ -46,7 +46,7 @@ func (s *Server) nativeApps(c *gin.Context) {
 		writeNativeError(c, notFound("Not Found"))
 		return
 	}
-	a, ok := s.apps[segs[0]]
+	a, ok := s.appByID(segs[0])
 	if !ok {
 		writeNativeError(c, appNotFound(segs[0]))
 		return

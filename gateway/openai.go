@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/a2a"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -30,7 +31,7 @@ const (
 
 func (s *Server) listModels(c *gin.Context) {
 	list := openaiwire.ModelList{Data: []openaiwire.Model{}}
-	for _, a := range s.cfg.Catalog.Apps {
+	for _, a := range s.catalog().Apps {
 		if !canUse(c.Request.Context(), a.ID) {
 			continue
 		}
@@ -41,7 +42,7 @@ func (s *Server) listModels(c *gin.Context) {
 
 func (s *Server) getModel(c *gin.Context) {
 	id := strings.TrimPrefix(c.Param("id"), "/")
-	if _, ok := s.apps[id]; !ok || !canUse(c.Request.Context(), id) {
+	if _, ok := s.appByID(id); !ok || !canUse(c.Request.Context(), id) {
 		writeOpenAIError(c, classify(openaiwire.ModelNotFound(id)))
 		return
 	}
@@ -89,7 +90,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	a, ok := s.apps[req.Model]
+	a, ok := s.appByID(req.Model)
 	if !ok {
 		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
 		return
@@ -394,7 +395,7 @@ func copySessions(ctx context.Context, from *sessions.MemoryService, to sessions
 // encoderFor configures the chunk encoder of a turn.
 func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
 	names := map[string]string{agentcore.GetUserChoiceToolName: agentcore.GetUserChoiceToolName,
-		agentcore.RequestConfirmationToolName: agentcore.RequestConfirmationToolName}
+		agentcore.RequestConfirmationToolName: agentcore.RequestConfirmationToolName, a2a.InputRequiredToolName: a2a.InputRequiredToolName}
 	for _, d := range turn.req.ClientTools {
 		names[d.Name] = d.Name
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -50,6 +51,9 @@ type Config struct {
 	CORSOrigins []string
 	// Version is reported by /version.
 	Version string
+	// PublicURL is how clients reach the gateway, for absolute URLs (A2A
+	// agent cards); empty means the scheme and host of each request.
+	PublicURL string
 	// Auth, when set, requires a bearer token on every route but
 	// PublicPaths (auth.mode: jwt); see auth.go.
 	Auth Authenticator
@@ -65,8 +69,11 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	engine *gin.Engine
-	apps   map[string]*app
-	log    *slog.Logger
+	// snap is the catalog served now (see catalog.go); Reload swaps it.
+	snap atomic.Pointer[snapshot]
+	log  *slog.Logger
+	// tasks are the A2A tasks this process ran (see a2a_tasks.go).
+	tasks a2aTasks
 
 	// streams tracks open streams so Shutdown can end them.
 	streamsMu sync.Mutex
@@ -120,19 +127,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Artifacts == nil {
 		cfg.Artifacts = artifact.NewInMemory()
 	}
-	s := &Server{cfg: cfg, apps: map[string]*app{}, log: cfg.Logger, streams: map[*stream]struct{}{}}
-	for _, a := range cfg.Catalog.Apps {
-		r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: cfg.Sessions,
-			Artifacts: cfg.Artifacts, Memory: cfg.Memory, RouteToRoot: a.RouteToRoot, Now: cfg.Now, NewID: cfg.NewID,
-			Observer: cfg.Observer})
-		if err != nil {
-			return nil, fmt.Errorf("gateway: model %s: %w", a.ID, err)
-		}
-		names := map[string]string{}
-		for shown, act := range a.ClientActions {
-			names[act.Name] = shown
-		}
-		s.apps[a.ID] = &app{App: a, runner: r, clientNames: names}
+	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}}
+	if err := s.Reload(cfg.Catalog); err != nil {
+		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -159,6 +156,7 @@ func (s *Server) routes(e *gin.Engine) {
 	v1.GET("/models/*id", s.getModel)
 	v1.POST("/chat/completions", s.chatCompletions)
 	s.nativeRoutes(e)
+	s.a2aRoutes(e)
 
 	e.NoRoute(func(c *gin.Context) {
 		if isOpenAIPath(c.Request.URL.Path) {
