@@ -5,6 +5,7 @@
 //
 //	-config PATH    (AGENTGATE_CONFIG, default ./config.yaml)
 //	-addr HOST:PORT (AGENTGATE_ADDR, default server.addr)
+//	-pprof HOST:PORT (AGENTGATE_PPROF_ADDR, default off): Go profiles
 //
 // REDIS_URL switches sessions to Redis. A bad config prints one line per
 // problem on stderr and exits with status 2.
@@ -52,6 +53,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "config file (env AGENTGATE_CONFIG, default ./config.yaml)")
 	addr := fs.String("addr", "", "listen address HOST:PORT (env AGENTGATE_ADDR, default server.addr)")
+	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on HOST:PORT, keep it on loopback (env AGENTGATE_PPROF_ADDR, default off)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -104,6 +106,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		fmt.Fprintf(stderr, "listen %s: %v\n", cfg.Server.Addr, err)
 		return 1
+	}
+	if a := firstNonEmpty(*pprofAddr, env("AGENTGATE_PPROF_ADDR")); a != "" {
+		stopPprof, err := servePprof(a, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "pprof %s: %v\n", a, err)
+			return 1
+		}
+		defer stopPprof()
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
