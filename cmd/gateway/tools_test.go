@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,6 +223,58 @@ models:
   - {id: upstreamed, agent: upstreamed}
 `
 
+// toolsGateway is the gateway run (as main does) on a config file.
+type toolsGateway struct {
+	base           string
+	stdout, stderr syncBuffer
+	cancel         context.CancelFunc
+	done           chan int
+}
+
+// runToolsGateway writes cfg to a file and runs the gateway on it until
+// stop (or the end of the test).
+func runToolsGateway(t *testing.T, cfg string, env map[string]string) *toolsGateway {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gw := &toolsGateway{cancel: cancel, done: make(chan int, 1)}
+	t.Cleanup(func() { gw.stop(t) })
+	ready := make(chan string, 1)
+	go func() {
+		gw.done <- run(ctx, []string{"-config", path, "-addr", "127.0.0.1:0"}, lookupFrom(env), &gw.stdout, &gw.stderr, ready)
+	}()
+	select {
+	case addr := <-ready:
+		gw.base = "http://" + addr
+	case code := <-gw.done:
+		t.Fatalf("exited %d: %s", code, gw.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("not ready")
+	}
+	return gw
+}
+
+// stop cancels the run and checks that it ends with status 0.
+func (gw *toolsGateway) stop(t *testing.T) {
+	t.Helper()
+	if gw.done == nil {
+		return
+	}
+	gw.cancel()
+	select {
+	case code := <-gw.done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, gw.stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("no exit after cancel")
+	}
+	gw.done = nil
+}
+
 // toolsChat sends one user message and returns the assistant's text.
 func toolsChat(t *testing.T, base, model, session, text string, metadata map[string]string) string {
 	t.Helper()
@@ -298,30 +351,9 @@ func TestToolSourcesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, "config.yaml")
 	cfg := fmt.Sprintf(toolsConfig, upSrv.URL, ordersSrv.URL, calc.addr, bin, petstore, petsSrv.URL)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan int, 1)
-	var stdout, stderr syncBuffer
-	env := lookupFrom(map[string]string{"ORDERS_TOKEN": "orders-secret", "OPENAI_API_KEY": "must-not-leak", "PATH": os.Getenv("PATH")})
-	go func() {
-		done <- run(ctx, []string{"-config", cfgPath, "-addr", "127.0.0.1:0"}, env, &stdout, &stderr, ready)
-	}()
-	var base string
-	select {
-	case addr := <-ready:
-		base = "http://" + addr
-	case code := <-done:
-		t.Fatalf("exited %d: %s", code, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready")
-	}
+	gw := runToolsGateway(t, cfg, map[string]string{"ORDERS_TOKEN": "orders-secret", "OPENAI_API_KEY": "must-not-leak", "PATH": os.Getenv("PATH")})
+	base, stdout := gw.base, &gw.stdout
 
 	t.Run("http tool", func(t *testing.T) {
 		got := toolsChat(t, base, "desk", "", "where is my order?", map[string]string{"param.account": "acct-7"})
@@ -438,15 +470,7 @@ func TestToolSourcesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no exit after cancel")
-	}
+	gw.stop(t)
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("stdio server %d still running after shutdown (kill 0: %v)", pid, err)
 	}
@@ -484,5 +508,64 @@ models: [{id: desk, agent: desk}]
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// TestGeminiBuiltinEndToEnd: google_search and code_execution reach the
+// Gemini upstream as its own tools, beside the agent's functions.
+func TestGeminiBuiltinEndToEnd(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	gem := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		resp := `{"candidates":[{"content":{"role":"model","parts":[{"text":"grounded answer"}]},"finishReason":"STOP"}],` +
+			`"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5}}`
+		if strings.Contains(r.URL.Path, "streamGenerateContent") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", resp)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, resp)
+	}))
+	defer gem.Close()
+	cfg := fmt.Sprintf(`
+providers:
+  - {name: g, type: gemini, base_url: %q, api_key: test-key, max_retries: 0}
+agents:
+  - name: researcher
+    model: g/gemini-test
+    tools:
+      - builtin: google_search
+      - builtin: code_execution
+      - {name: notify, kind: client, parameters: {type: object, properties: {}}}
+models:
+  - {id: researcher, agent: researcher}
+`, gem.URL)
+	gw := runToolsGateway(t, cfg, nil)
+	if got := toolsChat(t, gw.base, "researcher", "", "what happened today?", nil); got != "grounded answer" {
+		t.Errorf("reply = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("upstream got %d requests", len(bodies))
+	}
+	raw, _ := json.Marshal(bodies[0]["tools"])
+	var tools []map[string]any
+	_ = json.Unmarshal(raw, &tools)
+	var kinds []string
+	for _, tl := range tools {
+		for k := range tl {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	if strings.Join(kinds, ",") != "codeExecution,functionDeclarations,googleSearch" {
+		t.Errorf("upstream tools = %s", raw)
 	}
 }
