@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,13 @@ type Metrics struct {
 	storeOps      *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
 
+	// names holds the label values the configuration allows; a reload
+	// swaps it (SetSpec).
+	names atomic.Pointer[names]
+}
+
+// names are the configured virtual models and agents.
+type names struct {
 	models map[string]bool
 	agents map[string]agentInfo
 }
@@ -123,8 +131,6 @@ func New(cfg Config) (*Metrics, error) {
 			[]string{"op", "outcome"}),
 		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "session_store_operation_duration_seconds",
 			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
-		models: map[string]bool{},
-		agents: map[string]agentInfo{},
 	}
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
 		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.storeOps, m.storeDuration} {
@@ -132,14 +138,17 @@ func New(cfg Config) (*Metrics, error) {
 			return nil, err
 		}
 	}
-	m.learn(cfg.Spec)
+	m.SetSpec(cfg.Spec)
 	return m, nil
 }
 
-// learn records the names the configuration allows as label values.
-func (m *Metrics) learn(set spec.Set) {
+// SetSpec replaces the names allowed as label values with those of set:
+// call it when a reloaded configuration takes effect. Series already
+// recorded stay.
+func (m *Metrics) SetSpec(set spec.Set) {
+	n := &names{models: map[string]bool{}, agents: map[string]agentInfo{}}
 	for _, vm := range set.Models {
-		m.models[vm.ID] = true
+		n.models[vm.ID] = true
 	}
 	for _, a := range set.Agents {
 		info := agentInfo{provider: Other, model: Other, tools: map[string]bool{}}
@@ -159,8 +168,9 @@ func (m *Metrics) learn(set spec.Set) {
 		if len(a.SubAgents) > 0 && !a.DisableTransfer {
 			info.tools[agentcore.TransferToolName] = true
 		}
-		m.agents[a.Name] = info
+		n.agents[a.Name] = info
 	}
+	m.names.Store(n)
 }
 
 // Handler serves the registry in Prometheus' text format.
@@ -174,14 +184,14 @@ func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 
 // Model returns id when it names a configured virtual model, else Other.
 func (m *Metrics) Model(id string) string {
-	if m.models[id] {
+	if m.names.Load().models[id] {
 		return id
 	}
 	return Other
 }
 
 func (m *Metrics) agent(name string) string {
-	if _, ok := m.agents[name]; ok {
+	if _, ok := m.names.Load().agents[name]; ok {
 		return name
 	}
 	return Other
@@ -211,7 +221,7 @@ func (m *Metrics) StreamOpened(route string) (closed func()) {
 
 // ModelCall implements agentcore.Observer.
 func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.GenerateContentResponseUsageMetadata, err error) {
-	info, ok := m.agents[agent]
+	info, ok := m.names.Load().agents[agent]
 	if !ok {
 		info = agentInfo{provider: Other, model: Other}
 		agent = Other
@@ -236,7 +246,7 @@ func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.Gener
 // declare on the agent (request-supplied client tools, toolset tools, names
 // a model made up) count as Other.
 func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
-	if !m.agents[agent].tools[tool] {
+	if !m.names.Load().agents[agent].tools[tool] {
 		tool = Other
 	}
 	outcome := "ok"

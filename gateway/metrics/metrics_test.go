@@ -1,0 +1,91 @@
+package metrics_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/gateway/metrics"
+)
+
+// series lists the label sets recorded for one metric family.
+func series(t *testing.T, m *metrics.Metrics, family string) []map[string]string {
+	t.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func has(all []map[string]string, want map[string]string) bool {
+	for _, l := range all {
+		ok := true
+		for k, v := range want {
+			ok = ok && l[k] == v
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Label values outside the configuration are "other"; SetSpec (a reload)
+// admits the new names.
+func TestClosedLabelSetsAndReload(t *testing.T) {
+	m, err := metrics.New(metrics.Config{Spec: spec.Set{
+		Agents: []spec.Agent{{Name: "desk", Model: "oa/gpt", Tools: []spec.Tool{{Name: "lookup", Kind: "http"}}}},
+		Models: []spec.VirtualModel{{ID: "support", Agent: "desk"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveFirstToken("/v1/chat/completions", "support", time.Millisecond)
+	m.ObserveFirstToken("/v1/chat/completions", "made-up", time.Millisecond)
+	m.ModelCall("desk", "gpt", time.Millisecond, nil, &model.Error{Code: "rate_limited"})
+	m.ModelCall("intruder", "x", time.Millisecond, nil, errors.New("boom"))
+	m.ToolCall("desk", "lookup", time.Millisecond, nil)
+	m.ToolCall("desk", "invented_by_model", time.Millisecond, errors.New("not found"))
+	m.Transfer("desk", "nobody")
+	m.ObserveRequest("BREW", "", 418, time.Millisecond)
+
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+	}{
+		{"agentgate_time_to_first_token_seconds", map[string]string{"model": "support"}},
+		{"agentgate_time_to_first_token_seconds", map[string]string{"model": "other"}},
+		{"agentgate_model_calls_total", map[string]string{"provider": "oa", "model": "gpt", "outcome": "rate_limited"}},
+		{"agentgate_model_calls_total", map[string]string{"provider": "other", "model": "other", "outcome": "error"}},
+		{"agentgate_tool_calls_total", map[string]string{"tool": "lookup", "outcome": "ok"}},
+		{"agentgate_tool_calls_total", map[string]string{"tool": "other", "outcome": "error"}},
+		{"agentgate_transfers_total", map[string]string{"from": "desk", "to": "other"}},
+		{"agentgate_http_requests_total", map[string]string{"method": "other", "route": "unmatched", "status": "4xx"}},
+	} {
+		if !has(series(t, m, c.family), c.labels) {
+			t.Errorf("%s has no series %v: %v", c.family, c.labels, series(t, m, c.family))
+		}
+	}
+
+	m.SetSpec(spec.Set{Models: []spec.VirtualModel{{ID: "made-up"}}})
+	m.ObserveFirstToken("/v1/chat/completions", "made-up", time.Millisecond)
+	if !has(series(t, m, "agentgate_time_to_first_token_seconds"), map[string]string{"model": "made-up"}) {
+		t.Error("a model added by a reload is still other")
+	}
+}
