@@ -23,21 +23,63 @@ import (
 var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR", "TZ"}
 
 // toolMakers makes the tools and toolsets spec does not know (kind: http,
-// toolsets: mcp and openapi) and owns the toolsets it made: Close closes
-// them. Agents that name the same MCP server the same way (prefix
-// included) share one session.
+// toolsets: mcp and openapi) and owns the MCP toolsets it made (the only
+// ones holding resources): Close closes them. Agents that name the same
+// MCP server the same way (prefix included) share one session, also
+// across reloads. A reload brackets its spec.Build with Begin, then Commit
+// once the new catalog serves (closing the servers it no longer names) or
+// Rollback when it failed.
 type toolMakers struct {
 	log       *slog.Logger
 	lookup    func(string) (string, bool)
 	configDir string
 
-	mu   sync.Mutex
-	made []io.Closer
-	mcp  map[string]agentcore.Toolset
+	mu sync.Mutex
+	// mcp holds the open toolsets by config key; used and prev are the
+	// keys named by the current and the previous build.
+	mcp        map[string]io.Closer
+	used, prev map[string]bool
 }
 
 func newToolMakers(log *slog.Logger, lookup func(string) (string, bool), configDir string) *toolMakers {
-	return &toolMakers{log: log, lookup: lookup, configDir: configDir, mcp: map[string]agentcore.Toolset{}}
+	return &toolMakers{log: log, lookup: lookup, configDir: configDir, mcp: map[string]io.Closer{}, used: map[string]bool{}}
+}
+
+// Begin starts a build: from now on the servers it names are recorded.
+func (m *toolMakers) Begin() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prev, m.used = m.used, map[string]bool{}
+}
+
+// Commit closes the MCP toolsets the last build did not name.
+func (m *toolMakers) Commit() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prev = nil
+	return m.sweepLocked()
+}
+
+// Rollback forgets a failed build: what only it named is closed, and the
+// previous build's servers stay.
+func (m *toolMakers) Rollback() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.prev != nil {
+		m.used, m.prev = m.prev, nil
+	}
+	return m.sweepLocked()
+}
+
+func (m *toolMakers) sweepLocked() error {
+	var errs []error
+	for k, c := range m.mcp {
+		if !m.used[k] {
+			errs = append(errs, c.Close())
+			delete(m.mcp, k)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // tool implements spec.BuildOptions.Tools.
@@ -62,8 +104,9 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 			Headers, Env         map[string]string
 			Timeout              string
 		}{c.URL, c.Command, ts.Prefix, c.Args, reveal(c.Headers), reveal(c.Env), c.Timeout.String()})
+		m.used[string(key)] = true
 		if made, ok := m.mcp[string(key)]; ok {
-			return made, nil
+			return made.(agentcore.Toolset), nil
 		}
 		made, err := mcptoolset.New(mcptoolset.Config{Name: mcpName(ts), URL: c.URL, Headers: reveal(c.Headers),
 			Command: c.Command, Args: c.Args, Env: m.childEnv(c.Env), Timeout: c.Timeout, Logger: m.log})
@@ -71,7 +114,6 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 			return nil, err
 		}
 		m.mcp[string(key)] = made
-		m.made = append(m.made, made)
 		return made, nil
 	case ts.OpenAPI != nil:
 		c := ts.OpenAPI
@@ -96,14 +138,9 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 // Close closes every toolset made.
 func (m *toolMakers) Close() error {
 	m.mu.Lock()
-	made := m.made
-	m.made, m.mcp = nil, map[string]agentcore.Toolset{}
-	m.mu.Unlock()
-	var errs []error
-	for _, c := range made {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
+	defer m.mu.Unlock()
+	m.used, m.prev = map[string]bool{}, nil
+	return m.sweepLocked()
 }
 
 // childEnv is a stdio server's environment: inheritedEnv, then its env.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/agentcore/tools/mcptoolset"
 )
 
 // The tests below run the gateway (run, as main does) on a config whose
@@ -567,5 +572,53 @@ models:
 	slices.Sort(kinds)
 	if strings.Join(kinds, ",") != "codeExecution,functionDeclarations,googleSearch" {
 		t.Errorf("upstream tools = %s", raw)
+	}
+}
+
+// TestToolMakersAcrossReloads: a reload keeps the MCP sessions it still
+// names, closes the ones it dropped, and a failed one closes only what it
+// alone opened.
+func TestToolMakersAcrossReloads(t *testing.T) {
+	m := newToolMakers(slog.New(slog.DiscardHandler), lookupFrom(nil), t.TempDir())
+	mk := func(cmd string) agentcore.Toolset {
+		t.Helper()
+		ts, err := m.toolset("agent", spec.Toolset{MCP: &spec.MCPToolset{Command: cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	closed := func(ts agentcore.Toolset) bool {
+		_, err := ts.Tools(context.Background(), nil)
+		return errors.Is(err, mcptoolset.ErrClosed)
+	}
+	a, b := mk("/nonexistent/a"), mk("/nonexistent/b")
+	if mk("/nonexistent/a") != a {
+		t.Error("the same server named twice got two toolsets")
+	}
+	m.Begin()
+	if mk("/nonexistent/a") != a {
+		t.Error("a reload did not keep the session of a server it still names")
+	}
+	c := mk("/nonexistent/c")
+	if err := m.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if closed(a) || !closed(b) || closed(c) {
+		t.Errorf("after commit: a closed %v, b closed %v, c closed %v; want false, true, false", closed(a), closed(b), closed(c))
+	}
+	m.Begin()
+	d := mk("/nonexistent/d")
+	if err := m.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if closed(a) || closed(c) || !closed(d) {
+		t.Errorf("after rollback: a closed %v, c closed %v, d closed %v; want false, false, true", closed(a), closed(c), closed(d))
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(a) || !closed(c) {
+		t.Error("Close left a toolset open")
 	}
 }
