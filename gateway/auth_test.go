@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/sessions"
 )
 
 const jwtSecret = "gateway-test-secret-of-at-least-32-bytes"
@@ -330,4 +333,49 @@ func TestAuthNoneKeepsTheRequestUser(t *testing.T) {
 	if d := cmp.Diff(`["desk","fake","team/flow"]`, func() string { _, _, b := call(t, f, http.MethodGet, "/list-apps", "", ""); return string(b) }()); d != "" {
 		t.Errorf("/list-apps (-want +got):\n%s", d)
 	}
+}
+
+// FuzzAuthorizationHeader: whatever the header holds, a protected route
+// answers 200 (a valid token) or 401 with the challenge and a JSON error
+// that does not echo the header.
+func FuzzAuthorizationHeader(f *testing.F) {
+	v, err := auth.New(auth.Config{HMACSecret: jwtSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	cat, err := spec.Build(spec.Set{Providers: []spec.Provider{{Name: "demo", Type: "scripted", Rules: demoRules}},
+		Agents: []spec.Agent{{Name: "solo", Model: "demo/x"}}, Models: []spec.VirtualModel{{ID: "m", Agent: "solo"}}}, spec.BuildOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Auth: v})
+	if err != nil {
+		f.Fatal(err)
+	}
+	valid, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "a", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(jwtSecret))
+	for _, s := range []string{"", "Bearer", "Bearer " + valid, "bearer  " + valid, "Basic Zm9vOmJhcg==", "Bearer a.b.c", "Bearer " + valid + "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+		req.Header["Authorization"] = []string{header}
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK:
+		case http.StatusUnauthorized:
+			if rec.Header().Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+				t.Fatalf("401 without the challenge for %q", header)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("401 body is not JSON: %s", rec.Body)
+			}
+			if len(header) > 12 && strings.Contains(rec.Body.String(), header) {
+				t.Fatalf("the answer echoes the header %q", header)
+			}
+		default:
+			t.Fatalf("status %d for %q", rec.Code, header)
+		}
+	})
 }

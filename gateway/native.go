@@ -34,7 +34,7 @@ func (s *Server) nativeRoutes(e *gin.Engine) {
 	e.Any("/apps/*rest", s.nativeApps)
 	// adk-web's development routes we do not serve: lists answer [],
 	// anything else 404, never 500.
-	e.GET("/dev/*rest", devStub)
+	e.GET("/dev/*rest", s.devRoute)
 	e.GET("/debug/trace/*rest", devStub)
 }
 
@@ -162,7 +162,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	}
 	return &nativeTurn{app: a, release: release, splitArtifacts: req.FunctionCallEventID == "",
 		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta, Params: s.trustedParams(ctx, a),
-			Config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents}}}, nil
+			Config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}}, nil
 }
 
 // checkInvocation honours invocationId: it names the paused invocation the

@@ -276,8 +276,10 @@ func (s *Server) createSession(c *gin.Context, a *app, user string) error {
 	return nil
 }
 
-// createSessionWithID is ADK's deprecated POST .../sessions/{id}: the whole
-// body is the initial state.
+// createSessionWithID is ADK's deprecated POST .../sessions/{id}: in ADK
+// Python the whole body is the initial state; ADK's JS and Go servers (and
+// ADK's JS client) send {"state": {...}} instead. A body whose only key is
+// "state", holding an object, is read as that wrapper.
 func (s *Server) createSessionWithID(c *gin.Context, a *app, user, id string) error {
 	if err := checkNewSessionID(id); err != nil {
 		return err
@@ -292,6 +294,9 @@ func (s *Server) createSessionWithID(c *gin.Context, a *app, user, id string) er
 			return err
 		}
 		_ = json.Unmarshal(body, &state)
+		if inner, ok := state["state"].(map[string]any); ok && len(state) == 1 {
+			state = inner
+		}
 	}
 	if err := checkReservedKeys("state", state); err != nil {
 		return err

@@ -42,12 +42,13 @@ func TestNativeInfoRoutes(t *testing.T) {
 		want any
 	}{
 		{"/health", map[string]any{"status": "ok"}},
-		{"/list-apps", []any{"desk", "fake", "team"}},
-		{"/list-apps?relative_path=./", []any{"desk", "fake", "team"}},
+		{"/list-apps", []any{"desk", "fake", "team", "desk-live"}},
+		{"/list-apps?relative_path=./", []any{"desk", "fake", "team", "desk-live"}},
 		{"/list-apps?detailed=true", map[string]any{"apps": []any{
 			map[string]any{"name": "desk", "rootAgentName": "coordinator", "description": "The desk.", "language": "yaml", "isComputerUse": false},
 			map[string]any{"name": "fake", "rootAgentName": "solo", "description": "A single agent on a fake model.", "language": "yaml", "isComputerUse": false},
 			map[string]any{"name": "team", "rootAgentName": "fanout", "description": "", "language": "yaml", "isComputerUse": false},
+			map[string]any{"name": "desk-live", "rootAgentName": "coordinator", "description": "Routes.", "language": "yaml", "isComputerUse": false},
 		}}},
 		{"/dev/apps/desk/eval-sets", []any{}},
 		{"/dev/apps/desk/eval_results", []any{}},

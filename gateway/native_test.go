@@ -67,7 +67,7 @@ func newNativeFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *nativeFixt
 			{Name: "fanout", Type: "parallel", SubAgents: []string{"greeter", "summarizer"}},
 		},
 		Models: []spec.VirtualModel{{ID: "desk", Agent: "coordinator", Description: "The desk.", RouteNextTurn: "root"},
-			{ID: "fake", Agent: "solo"}, {ID: "team", Agent: "fanout"}},
+			{ID: "fake", Agent: "solo"}, {ID: "team", Agent: "fanout"}, {ID: "desk-live", Agent: "coordinator", RouteNextTurn: "root", StreamSubAgents: true}},
 	}
 	if fake == nil {
 		fake = func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
@@ -383,6 +383,30 @@ func TestNativeStreamSubAgents(t *testing.T) {
 	for _, ev := range sess.Events {
 		if ev.Author == "summarizer" {
 			t.Errorf("child event stored in the parent: %+v", ev)
+		}
+	}
+}
+
+// An app configured with stream_sub_agents streams agent-tool events
+// without the request asking.
+func TestNativeStreamSubAgentsFromConfig(t *testing.T) {
+	f := newNativeFixture(t, nil)
+	f.createSession("desk-live", "s1")
+	_, events := f.mustRunSSE(`{"appName":"desk-live","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"summarize it"}]}}`)
+	n := 0
+	for _, ev := range events {
+		if ev["author"] == "summarizer" {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Fatalf("summarizer events streamed: %d", n)
+	}
+	f.createSession("desk", "s2")
+	_, events = f.mustRunSSE(`{"appName":"desk","userId":"u1","sessionId":"s2","streaming":true,"newMessage":{"parts":[{"text":"summarize it"}]}}`)
+	for _, ev := range events {
+		if ev["author"] == "summarizer" {
+			t.Fatalf("an app without stream_sub_agents streamed a child event: %v", ev)
 		}
 	}
 }
@@ -846,5 +870,50 @@ func TestNativeMetricsAndLogs(t *testing.T) {
 	got := scrape(t, f.srv.URL)
 	if got[`agentgate_http_requests_total{method="POST",route="/run_sse",status="2xx"}`] != 1 {
 		t.Errorf("request counter: %v", got)
+	}
+}
+
+// adk-web draws an app from build_graph (ADK's serialize_app_info shape).
+func TestNativeBuildGraph(t *testing.T) {
+	f := newNativeFixture(t, nil)
+	var got map[string]any
+	if err := json.Unmarshal(f.mustDo(http.StatusOK, http.MethodGet, "/dev/apps/desk/build_graph", ""), &got); err != nil {
+		t.Fatal(err)
+	}
+	root := got["root_agent"].(map[string]any)
+	if got["name"] != "desk" || root["name"] != "coordinator" || root["type"] != "LlmAgent" || root["model"] != "coord" {
+		t.Errorf("build_graph = %v", got)
+	}
+	subs := root["sub_agents"].([]any)
+	if len(subs) != 2 || subs[0].(map[string]any)["name"] != "greeter" {
+		t.Errorf("sub_agents = %v", subs)
+	}
+	var tools []string
+	for _, tl := range root["tools"].([]any) {
+		m := tl.(map[string]any)
+		tools = append(tools, m["name"].(string)+":"+m["type"].(string))
+	}
+	if want := "get_user_choice:FunctionTool summarizer:AgentTool picker:AgentTool"; strings.Join(tools, " ") != want {
+		t.Errorf("tools = %v, want %s", tools, want)
+	}
+	f.mustDo(http.StatusNotFound, http.MethodGet, "/dev/apps/nope/build_graph", "")
+}
+
+// ADK's JS client creates a session with a chosen id as {"state": {...}}.
+func TestNativeCreateWithIDStateWrapper(t *testing.T) {
+	f := newNativeFixture(t, nil)
+	var sess map[string]any
+	if err := json.Unmarshal(f.mustDo(http.StatusOK, http.MethodPost, "/apps/desk/users/u1/sessions/wrapped", `{"state":{"a":1}}`), &sess); err != nil {
+		t.Fatal(err)
+	}
+	if st := sess["state"].(map[string]any); st["a"] != float64(1) || st["state"] != nil {
+		t.Errorf("state = %v", st)
+	}
+	// ADK Python's raw-state body still works.
+	if err := json.Unmarshal(f.mustDo(http.StatusOK, http.MethodPost, "/apps/desk/users/u1/sessions/raw", `{"a":2,"b":3}`), &sess); err != nil {
+		t.Fatal(err)
+	}
+	if st := sess["state"].(map[string]any); st["a"] != float64(2) || st["b"] != float64(3) {
+		t.Errorf("state = %v", st)
 	}
 }

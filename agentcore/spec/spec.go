@@ -96,6 +96,10 @@ type Tool struct {
 	Method      string            `yaml:"method"`
 	Headers     map[string]string `yaml:"headers"`
 	Timeout     time.Duration     `yaml:"timeout"`
+	// Confirm makes every call wait for the user's approval (ADK's tool
+	// confirmation); ConfirmHint is shown with the request.
+	Confirm     bool   `yaml:"confirm"`
+	ConfirmHint string `yaml:"confirm_hint"`
 }
 
 // Toolset is one entry of an agent's toolsets list: exactly one source of
@@ -138,6 +142,9 @@ type VirtualModel struct {
 	Description string `yaml:"description"`
 	// RouteNextTurn is active (default: the agent that spoke last) or root.
 	RouteNextTurn string `yaml:"route_next_turn"`
+	// StreamSubAgents streams the events of agents called as tools on the
+	// native surface by default (a request may also ask for it).
+	StreamSubAgents bool `yaml:"stream_sub_agents"`
 }
 
 // Set is everything that defines the trees.
@@ -174,6 +181,8 @@ type App struct {
 	Description string
 	Root        agentcore.Agent
 	RouteToRoot bool
+	// StreamSubAgents streams agent-tool events on the native surface.
+	StreamSubAgents bool
 	// ClientActions maps the name shown to clients
 	// ("<agent>__<action>" for agents below the root) to the action's
 	// agent and function name.
@@ -245,7 +254,7 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 			continue
 		}
 		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
-			ClientActions: b.clientActions(m.Agent)}
+			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent)}
 		if app.Description == "" {
 			app.Description = root.Description()
 		}
@@ -597,7 +606,7 @@ func (b *builder) tools(key string, s Agent) []agentcore.Tool {
 					continue
 				}
 				if tl != nil {
-					out = append(out, tl)
+					out = append(out, b.confirmed(tkey, t, tl))
 					continue
 				}
 			}
@@ -605,6 +614,23 @@ func (b *builder) tools(key string, s Agent) []agentcore.Tool {
 		}
 	}
 	return out
+}
+
+// confirmed wraps a tool whose entry asks for confirmation.
+func (b *builder) confirmed(key string, t Tool, tl agentcore.Tool) agentcore.Tool {
+	if !t.Confirm {
+		return tl
+	}
+	ct, ok := tl.(agentcore.CallableTool)
+	if !ok {
+		b.errf("%s.confirm: tool %q cannot be confirmed", key, t.Name)
+		return tl
+	}
+	hint := t.ConfirmHint
+	if hint == "" {
+		hint = "Allow the agent to call " + t.Name + "?"
+	}
+	return agentcore.RequireConfirmation(ct, hint)
 }
 
 // providerType is the type of the provider a model reference names ("" if

@@ -71,7 +71,9 @@ func TestBuildErrorsNameTheKey(t *testing.T) {
 		{"unknown builtin", func(s *spec.Set) { s.Agents[1].Tools = []spec.Tool{{Builtin: "teleport"}} }, `agents[1].tools[0].builtin: unknown builtin "teleport"`},
 		{"unknown tool kind", func(s *spec.Set) { s.Agents[1].Tools = []spec.Tool{{Name: "t", Kind: "ftp"}} }, `agents[1].tools[0].kind`},
 		{"bad include_contents", func(s *spec.Set) { s.Agents[1].IncludeContents = "some" }, "agents[1]: llm agent \"b\": include_contents"},
-		{"workflow with a model", func(s *spec.Set) { s.Agents[2] = spec.Agent{Name: "c", Type: "loop", Model: "demo/m", SubAgents: []string{"b"}} }, "agents[2]: a loop agent takes only sub_agents"},
+		{"workflow with a model", func(s *spec.Set) {
+			s.Agents[2] = spec.Agent{Name: "c", Type: "loop", Model: "demo/m", SubAgents: []string{"b"}}
+		}, "agents[2]: a loop agent takes only sub_agents"},
 		{"unknown type", func(s *spec.Set) { s.Agents[2].Type = "swarm" }, `agents[2].type: must be llm, sequential, parallel or loop, not "swarm"`},
 		{"model with unknown agent", func(s *spec.Set) { s.Models[0].Agent = "zz" }, `models[0].agent: unknown agent "zz"`},
 		{"duplicate model", func(s *spec.Set) { s.Models = append(s.Models, s.Models[0]) }, `models[1].id: duplicate model id "m"`},
@@ -98,5 +100,44 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 	}, spec.BuildOptions{})
 	if err == nil || strings.Count(err.Error(), "\n") != 1 {
 		t.Fatalf("want two problems, one per line: %v", err)
+	}
+}
+
+type fakeCallable struct {
+	agentcore.CallableTool
+	name string
+}
+
+func (f fakeCallable) Name() string { return f.name }
+
+func TestToolConfirmAndStreamSubAgents(t *testing.T) {
+	gate := agentcore.ExitLoop()
+	cat, err := spec.Build(spec.Set{
+		Providers: []spec.Provider{demoProvider},
+		Agents: []spec.Agent{{Name: "a", Model: "demo/m", Tools: []spec.Tool{
+			{Name: "pay", Kind: "http", URL: "http://127.0.0.1:1/pay", Confirm: true, ConfirmHint: "Pay now?"},
+			{Name: "look", Kind: "http", URL: "http://127.0.0.1:1/look"},
+		}}},
+		Models: []spec.VirtualModel{{ID: "m", Agent: "a", StreamSubAgents: true}},
+	}, spec.BuildOptions{Tools: func(agent string, t spec.Tool) (agentcore.Tool, error) {
+		return fakeCallable{gate, t.Name}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := cat.App("m")
+	if !app.StreamSubAgents {
+		t.Error("stream_sub_agents not carried to the app")
+	}
+	tools := app.Root.(*agentcore.LlmAgent).Config().Tools
+	cf, ok := tools[0].(agentcore.Confirmer)
+	if !ok {
+		t.Fatalf("confirm: true did not wrap the tool (%T)", tools[0])
+	}
+	if need, hint := cf.RequiresConfirmation(nil); !need || hint != "Pay now?" {
+		t.Errorf("RequiresConfirmation = %v %q", need, hint)
+	}
+	if _, ok := tools[1].(agentcore.Confirmer); ok {
+		t.Error("a tool without confirm was wrapped")
 	}
 }
