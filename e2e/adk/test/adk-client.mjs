@@ -278,11 +278,6 @@ export function adkClientSuite() {
 
     test(
       'createSession with a chosen sessionId and a state keeps that state',
-      {
-        todo:
-          'AdkApiClient posts {"state": {...}} to POST .../sessions/{id} (as ADK JS and adk-go servers read it); ' +
-          'agentgate follows ADK Python there and takes the whole body as the state, so the state becomes {"state": {...}}',
-      },
       async () => {
         const c = client();
         const userId = uniqueId('user');
