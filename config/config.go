@@ -43,6 +43,11 @@ type Server struct {
 	MaxBodyBytes  int64         `yaml:"max_body_bytes"`
 	// KeepaliveInterval spaces SSE keepalive comments during silence.
 	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+	// WatchConfig reloads the providers, agents and models when the
+	// config file changes (default true); SIGHUP reloads either way.
+	WatchConfig *bool `yaml:"watch_config"`
+	// WatchInterval is how often the file is checked (default 2s).
+	WatchInterval time.Duration `yaml:"watch_interval"`
 }
 
 // Sessions configures the session store.
@@ -101,6 +106,7 @@ const (
 	DefaultShutdownGrace     = 30 * time.Second
 	DefaultMaxBodyBytes      = 4 << 20
 	DefaultKeepaliveInterval = 15 * time.Second
+	DefaultWatchInterval     = 2 * time.Second
 	DefaultRedisURL          = "redis://127.0.0.1:6379/0"
 	DefaultKeyPrefix         = "agentgate:"
 	DefaultTTL               = 168 * time.Hour
@@ -208,6 +214,13 @@ func (c *Config) applyDefaults() {
 	if c.Server.KeepaliveInterval == 0 {
 		c.Server.KeepaliveInterval = DefaultKeepaliveInterval
 	}
+	if c.Server.WatchConfig == nil {
+		watch := true
+		c.Server.WatchConfig = &watch
+	}
+	if c.Server.WatchInterval == 0 {
+		c.Server.WatchInterval = DefaultWatchInterval
+	}
 	if c.Sessions.Backend == "" {
 		c.Sessions.Backend = "memory"
 	}
@@ -252,6 +265,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.KeepaliveInterval < 0 {
 		bad("server.keepalive_interval", "must not be negative")
+	}
+	if c.Server.WatchInterval < 0 {
+		bad("server.watch_interval", "must not be negative")
 	}
 	if c.Server.PublicURL != "" {
 		if u, err := url.Parse(c.Server.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

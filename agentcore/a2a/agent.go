@@ -159,7 +159,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		return nil, fmt.Errorf("a2a agent %q: no client", cfg.Name)
 	}
 	if err := ValidateEndpoint(cfg.Endpoint); err != nil {
-		return nil, fmt.Errorf("a2a agent %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/a2a"
+	"github.com/agentgate/agentgate/agentcore/model/scripted"
+	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -411,5 +413,20 @@ func TestValidateEndpoint(t *testing.T) {
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v, want %q", tc.ep, err, tc.want)
 		}
+	}
+}
+
+// Through spec, every problem of an endpoint is one line naming the key.
+func TestRemotesBuildErrorsNameTheKey(t *testing.T) {
+	set := spec.Set{
+		Providers: []spec.Provider{{Name: "p", Type: "scripted", Rules: []scripted.Rule{{Reply: "ok"}}}},
+		Agents: []spec.Agent{{Name: "front", Model: "p/m", SubAgents: []string{"far"}},
+			{Name: "far", Endpoint: &spec.Endpoint{A2A: "http://far.example/a2a/x", BearerToken: "t"}}},
+		Models: []spec.VirtualModel{{ID: "m", Agent: "front"}},
+	}
+	r := a2a.NewRemotes(a2a.NewClient(a2a.ClientConfig{}), nil)
+	_, err := spec.Build(set, spec.BuildOptions{Remote: r.Build})
+	if err == nil || err.Error() != `agents[1].endpoint: a bearer token may only be sent over https (or plain http to the loopback interface), not to "http://far.example/a2a/x"` {
+		t.Errorf("got %v", err)
 	}
 }

@@ -513,6 +513,9 @@ func (b *builder) build(name string) agentcore.Agent {
 // remote checks the spec of an agent that lives on another server and has
 // BuildOptions.Remote make it.
 func (b *builder) remote(key string, s Agent) agentcore.Agent {
+	// A failure is remembered (nil), so the agents that reference this
+	// one do not report it again.
+	b.agents[s.Name] = nil
 	ep := s.Endpoint
 	ok := true
 	bad := func(format string, args ...any) { b.errf(format, args...); ok = false }

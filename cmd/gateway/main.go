@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/a2a"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/model/gemini"
 	"github.com/agentgate/agentgate/agentcore/model/openai"
@@ -65,15 +66,20 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		printProblems(stderr, path, err)
 		return 2
 	}
-	cfg.Server.Addr = firstNonEmpty(*addr, env("AGENTGATE_ADDR"), cfg.Server.Addr)
-	if u := env("REDIS_URL"); u != "" {
-		cfg.Sessions.Backend, cfg.Sessions.RedisURL = "redis", u
+	adjust := func(c *config.Config) {
+		c.Server.Addr = firstNonEmpty(*addr, env("AGENTGATE_ADDR"), c.Server.Addr)
+		if u := env("REDIS_URL"); u != "" {
+			c.Sessions.Backend, c.Sessions.RedisURL = "redis", u
+		}
 	}
+	adjust(cfg)
 	log := newLogger(stdout, cfg.Log)
 
 	tools := newToolMakers(log, lookup, filepath.Dir(path))
 	defer tools.Close() // after the server stopped: running calls finish first
-	catalog, err := spec.Build(cfg.Spec(), spec.BuildOptions{Factories: providerFactories(), Tools: tools.tool, Toolsets: tools.toolset})
+	remotes := a2a.NewRemotes(a2a.NewClient(a2a.ClientConfig{UserAgent: "agentgate/" + version}), log)
+	buildOpts := spec.BuildOptions{Factories: providerFactories(), Tools: tools.tool, Toolsets: tools.toolset, Remote: remotes.Build}
+	catalog, err := spec.Build(cfg.Spec(), buildOpts)
 	if err != nil {
 		printProblems(stderr, path, err)
 		return 2
@@ -97,11 +103,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
-		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths})
+		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
+		PublicURL: cfg.Server.PublicURL})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	remotes.Apply(cfg.Spec())
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "listen %s: %v\n", cfg.Server.Addr, err)
@@ -117,6 +125,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
+	// Reloads: SIGHUP, and changes of the file unless server.watch_config
+	// is false.
+	reloads := &reloader{path: path, lookup: lookup, adjust: adjust, opts: buildOpts, srv: srv, remotes: remotes, log: log}
+	reloads.remember(cfg)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var watchEvery time.Duration
+	if *cfg.Server.WatchConfig {
+		watchEvery = cfg.Server.WatchInterval
+	}
+	reloads.watch(watchCtx, watchEvery)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
