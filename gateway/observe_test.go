@@ -317,3 +317,33 @@ func TestMetricsStoreWrapper(t *testing.T) {
 		}
 	}
 }
+
+// A turn on a session reads it from the store once: the runner uses the
+// session the gateway read under the run lock. Per turn: lock, get (and
+// create on the first), one append per stored event, unlock.
+func TestSessionTurnStoreOperations(t *testing.T) {
+	f := newObsFixture(t, nil)
+	for i := range 2 {
+		resp := f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", "s-ops")
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d", i, resp.StatusCode)
+		}
+	}
+	got := scrape(t, f.srv.URL)
+	ops := func(op, outcome string) float64 {
+		return got[`agentgate_session_store_operations_total{op="`+op+`",outcome="`+outcome+`"}`]
+	}
+	for _, c := range []struct {
+		op, outcome string
+		want        float64
+	}{
+		{"lock", "ok", 2}, {"unlock", "ok", 2},
+		{"get", "not_found", 1}, {"create", "ok", 1}, {"get", "ok", 1},
+		{"append_event", "ok", 4}, // the user's message and the answer, twice
+	} {
+		if n := ops(c.op, c.outcome); n != c.want {
+			t.Errorf("%s/%s: %v operations, want %v", c.op, c.outcome, n, c.want)
+		}
+	}
+}

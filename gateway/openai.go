@@ -187,19 +187,20 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 		if err := s.lockSession(ctx, turn, a.ID, user, sid); err != nil {
 			return nil, err
 		}
-		_, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
+		sess, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
 		if errors.Is(err, sessions.ErrNotFound) {
 			if len(responses) > 0 {
 				turn.release()
 				return nil, &agentcore.UnknownCallError{ID: responses[0].ID}
 			}
-			_, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid,
+			sess, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid,
 				State: paramsState(rr.Params)})
 		}
 		if err != nil {
 			turn.release()
 			return nil, err
 		}
+		rr.Session = sess // read under the lock: the runner need not read it again
 		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn); err != nil {
 			turn.release()
 			return nil, err
