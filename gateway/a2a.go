@@ -92,12 +92,38 @@ func (s *Server) agentCard(r *http.Request, a *app) *a2a.AgentCard {
 			{URL: u, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 			{URL: u, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		},
-		Provider:     &a2a.AgentProvider{Organization: "agentgate", URL: base},
-		Version:      s.cfg.Version,
-		Capabilities: a2a.AgentCapabilities{Streaming: &yes, PushNotifications: &no, StateTransitionHistory: &no},
+		Provider:          &a2a.AgentProvider{Organization: "agentgate", URL: base},
+		Version:           s.cfg.Version,
+		Capabilities:      a2a.AgentCapabilities{Streaming: &yes, PushNotifications: &no, StateTransitionHistory: &no},
 		DefaultInputModes: []string{"text/plain", "application/json"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: treeSkills(a.Root),
+		Skills:          treeSkills(a.Root),
+		SecuritySchemes: s.cardSecurity(), Security: s.cardRequirement(), SecurityRequirements: s.cardRequirementV1(),
 	}
+}
+
+// cardSecurity declares the bearer token every route needs with
+// authentication on: one scheme object that 0.3 readers ("type") and 1.0
+// readers (the httpAuthSecurityScheme one-of) both understand.
+func (s *Server) cardSecurity() map[string]any {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	return map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+		"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "bearerFormat": "JWT"}}}
+}
+
+func (s *Server) cardRequirement() []map[string]any {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	return []map[string]any{{"bearer": []string{}}}
+}
+
+func (s *Server) cardRequirementV1() []map[string]any {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	return []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
 }
 
 // treeSkills lists a skill per agent of the tree (transfer targets and

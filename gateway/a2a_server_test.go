@@ -59,6 +59,9 @@ func TestA2ACard(t *testing.T) {
 			dig(card, "supportedInterfaces", 1, "protocolVersion") != "0.3" || card["preferredTransport"] != "JSONRPC" {
 			t.Errorf("%s: card urls %v", path, card)
 		}
+		if card["securitySchemes"] != nil {
+			t.Errorf("%s: security schemes without authentication: %v", path, card["securitySchemes"])
+		}
 		if dig(card, "capabilities", "streaming") != true || dig(card, "skills", 0, "id") != "analyst" || dig(card, "skills", 0, "description") != "Analyses anything." {
 			t.Errorf("%s: card %v", path, card)
 		}
@@ -297,7 +300,10 @@ func TestA2AServerAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, _ := http.Get(p.srv.URL + "/a2a/analyst/.well-known/agent-card.json")
+	resp, err := http.Get(p.srv.URL + "/a2a/analyst/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("card without a token: %d", resp.StatusCode)
@@ -307,6 +313,18 @@ func TestA2AServerAuth(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("send without a token: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.srv.URL+"/a2a/analyst/.well-known/agent-card.json", nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := decode(t, resp.Body)
+	resp.Body.Close()
+	if dig(card, "securitySchemes", "bearer", "scheme") != "bearer" || dig(card, "securitySchemes", "bearer", "httpAuthSecurityScheme", "scheme") != "Bearer" ||
+		dig(card, "security", 0, "bearer") == nil || dig(card, "securityRequirements", 0, "schemes", "bearer") == nil {
+		t.Errorf("card security %v", card)
 	}
 	resp = p.post(context.Background(), "/a2a/analyst", body, "Authorization", "Bearer alice")
 	res := decode(t, resp.Body)

@@ -22,10 +22,12 @@ type AgentCard struct {
 	DocumentationURL    string            `json:"documentationUrl,omitempty"`
 	Capabilities        AgentCapabilities `json:"capabilities"`
 	SecuritySchemes     map[string]any    `json:"securitySchemes,omitempty"`
-	Security            []map[string]any  `json:"security,omitempty"`
-	DefaultInputModes   []string          `json:"defaultInputModes"`
-	DefaultOutputModes  []string          `json:"defaultOutputModes"`
-	Skills              []AgentSkill      `json:"skills"`
+	// Security is v0.3's list of requirements, SecurityRequirements v1's.
+	Security             []map[string]any `json:"security,omitempty"`
+	SecurityRequirements []map[string]any `json:"securityRequirements,omitempty"`
+	DefaultInputModes    []string         `json:"defaultInputModes"`
+	DefaultOutputModes   []string         `json:"defaultOutputModes"`
+	Skills               []AgentSkill     `json:"skills"`
 	// SupportsAuthenticatedExtendedCard is v0.3's extended-card flag.
 	SupportsAuthenticatedExtendedCard bool `json:"supportsAuthenticatedExtendedCard,omitempty"`
 }

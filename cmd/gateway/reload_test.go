@@ -95,12 +95,14 @@ func startFront(t *testing.T, watch bool) (front, a, b *toolsGateway, path strin
 func TestConfigWatchSwitchesRemoteEndpoint(t *testing.T) {
 	front, a, b, path := startFront(t, true)
 
-	if got := toolsChat(t, front.base, "front", "", "hi", nil); got != "front got: analysis from A of [hi]" {
+	// One conversation: the delegate call after the reload goes to the
+	// new endpoint.
+	if got := toolsChat(t, front.base, "front", "conv", "hi", nil); got != "front got: analysis from A of [hi]" {
 		t.Fatalf("before: %q", got)
 	}
 	writeFile(t, path, fmt.Sprintf(frontConfig, b.base, true, "https://two.example"))
 	eventually(t, "the new endpoint", func() bool {
-		return toolsChat(t, front.base, "front", "", "hi", nil) == "front got: analysis from B of [hi]"
+		return toolsChat(t, front.base, "front", "conv", "hi", nil) == "front got: analysis from B of [hi]"
 	})
 	eventually(t, "the restart-only warning", func() bool {
 		return strings.Contains(front.stdout.String(), "take effect on a restart") && strings.Contains(front.stdout.String(), `"sections":["server"]`)
