@@ -36,8 +36,9 @@ var errTaskCanceled = errors.New("the task was canceled")
 // a2aTasks is the registry of this process's tasks. Its zero value is
 // ready to use.
 type a2aTasks struct {
-	mu sync.Mutex
-	m  map[string]*a2aTask
+	mu    sync.Mutex
+	m     map[string]*a2aTask
+	swept time.Time
 }
 
 // a2aTask is one task as this process knows it.
@@ -62,8 +63,9 @@ func (r *a2aTasks) get(id string) *a2aTask {
 	return r.m[id]
 }
 
-// put records a task (replacing an older record of the same id) and drops
-// finished tasks past their retention.
+// put records a task (replacing an older record of the same id) and, once
+// there are many, drops finished tasks past their retention (at most once a
+// minute, or at once beyond maxTasks, the oldest first).
 func (r *a2aTasks) put(t *a2aTask, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -71,9 +73,10 @@ func (r *a2aTasks) put(t *a2aTask, now time.Time) {
 		r.m = map[string]*a2aTask{}
 	}
 	r.m[t.id] = t
-	if len(r.m) < maxTasks/2 {
+	if len(r.m) < maxTasks/2 || (len(r.m) <= maxTasks && now.Sub(r.swept) < time.Minute) {
 		return
 	}
+	r.swept = now
 	var finished []*a2aTask
 	for id, x := range r.m {
 		x.mu.Lock()

@@ -83,7 +83,7 @@ type cardEntry struct {
 func NewClient(cfg ClientConfig) *Client {
 	c := &Client{hc: cfg.HTTPClient, ttl: cfg.CardTTL, now: cfg.Now, ua: cfg.UserAgent, cards: map[string]cardEntry{}}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		c.hc = &http.Client{CheckRedirect: checkRedirect}
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultCardTTL
@@ -95,6 +95,19 @@ func NewClient(cfg ClientConfig) *Client {
 		c.ua = "agentgate"
 	}
 	return c
+}
+
+// checkRedirect follows at most 10 redirects and never one that would carry
+// the bearer token over plain http to a host that is not the loopback
+// interface (Go drops the header itself on a redirect to another host).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("a2a: stopped after 10 redirects")
+	}
+	if req.Header.Get("Authorization") != "" && !TokenAllowed(req.URL.String()) {
+		return ErrInsecureToken
+	}
+	return nil
 }
 
 // Target is a resolved remote agent: where its JSON-RPC interface is, in

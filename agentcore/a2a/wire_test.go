@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,7 +10,7 @@ import (
 
 func sampleTask() *Task {
 	return &Task{ID: "t1", ContextID: "c1",
-		Status: TaskStatus{State: StateInputRequired, Message: &Message{MessageID: "m2", Role: RoleAgent, Parts: []Part{TextPart("Which plan?"), DataPart(map[string]any{"k": "v"})}}},
+		Status:    TaskStatus{State: StateInputRequired, Message: &Message{MessageID: "m2", Role: RoleAgent, Parts: []Part{TextPart("Which plan?"), DataPart(map[string]any{"k": "v"})}}},
 		Artifacts: []Artifact{{ArtifactID: "a1", Name: "response", Parts: []Part{TextPart("so far")}}},
 		History: []Message{{MessageID: "m1", Role: RoleUser, TaskID: "t1", ContextID: "c1", Parts: []Part{TextPart("hi"),
 			{Kind: "file", File: &File{Bytes: []byte("png"), MediaType: "image/png", Name: "x.png"}}}}},
@@ -181,6 +182,26 @@ func TestTokenAllowed(t *testing.T) {
 	} {
 		if got := TokenAllowed(url); got != want {
 			t.Errorf("%s: %v, want %v", url, got, want)
+		}
+	}
+}
+
+func TestRedirectKeepsTheTokenSafe(t *testing.T) {
+	for _, tc := range []struct {
+		to, auth string
+		ok       bool
+	}{
+		{"https://agents.example.com/rpc", "Bearer t", true},
+		{"http://127.0.0.1:9/rpc", "Bearer t", true},
+		{"http://agents.example.com/rpc", "Bearer t", false},
+		{"http://agents.example.com/rpc", "", true},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tc.to, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		if err := checkRedirect(req, nil); (err == nil) != tc.ok {
+			t.Errorf("redirect to %s with %q: %v", tc.to, tc.auth, err)
 		}
 	}
 }
