@@ -127,7 +127,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
 	// Reloads: SIGHUP, and changes of the file unless server.watch_config
 	// is false.
-	reloads := &reloader{path: path, lookup: lookup, adjust: adjust, opts: buildOpts, srv: srv, remotes: remotes, log: log}
+	reloads := &reloader{path: path, lookup: lookup, adjust: adjust, opts: buildOpts, srv: srv, remotes: remotes, log: log,
+		tools: tools, metrics: mx}
 	reloads.remember(cfg)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

@@ -17,6 +17,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/config"
 	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/gateway/metrics"
 )
 
 // reloader re-reads the config file and swaps the agent trees the gateway
@@ -36,6 +37,10 @@ type reloader struct {
 	srv     *gateway.Server
 	remotes *a2a.Remotes
 	log     *slog.Logger
+	// tools brackets each build (Begin, then Commit once the new catalog
+	// serves, or Rollback); metrics learns the new names. Both optional.
+	tools   *toolMakers
+	metrics *metrics.Metrics
 
 	mu     sync.Mutex
 	cur    *config.Config
@@ -62,10 +67,22 @@ func (r *reloader) apply(why string, data []byte, readErr error) error {
 	var cat *spec.Catalog
 	if err == nil {
 		r.adjust(cfg)
+		if r.tools != nil {
+			r.tools.Begin()
+		}
 		cat, err = spec.Build(cfg.Spec(), r.opts)
-	}
-	if err == nil {
-		err = r.srv.Reload(cat)
+		if err == nil {
+			err = r.srv.Reload(cat)
+		}
+		if r.tools != nil {
+			end := r.tools.Commit
+			if err != nil {
+				end = r.tools.Rollback
+			}
+			if cerr := end(); cerr != nil {
+				r.log.Warn("closing MCP toolsets after a reload", "err", cerr)
+			}
+		}
 	}
 	if err != nil {
 		problems := strings.Split(strings.TrimSpace(err.Error()), "\n")
@@ -76,6 +93,9 @@ func (r *reloader) apply(why string, data []byte, readErr error) error {
 		return err
 	}
 	r.remotes.Apply(cfg.Spec())
+	if r.metrics != nil {
+		r.metrics.SetSpec(cfg.Spec())
+	}
 	if r.cur != nil {
 		if changed := restartOnly(r.cur, cfg); len(changed) > 0 {
 			r.log.Warn("configuration reloaded, but these sections take effect on a restart", "sections", changed)
