@@ -661,6 +661,13 @@ wait:
 			// Gemini rejects an empty response object; ADK wraps as result.
 			resp = map[string]any{"result": nil}
 		}
+		// A coded failure (MISSING_PARAMETER, ...) is also carried by the
+		// event itself, so clients see it without reading the response.
+		if code, ok := resp["code"].(string); ok && ev.ErrorCode == "" {
+			if msg, ok := resp["error"].(string); ok {
+				ev.ErrorCode, ev.ErrorMessage = code, msg
+			}
+		}
 		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.call.ID, Name: r.call.Name, Response: resp}})
 	}
 	if len(ev.Content.Parts) == 0 {

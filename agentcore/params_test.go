@@ -270,6 +270,14 @@ func TestMissingAndForbiddenParameters(t *testing.T) {
 			if resp["code"] != tc.wantCode || resp["error"] == nil {
 				t.Errorf("response = %v, want code %s", resp, tc.wantCode)
 			}
+			// The response event carries the code too.
+			for _, ev := range evs {
+				for _, r := range ev.FunctionResponses() {
+					if r.ID == "c1" && (ev.ErrorCode != tc.wantCode || ev.ErrorMessage != resp["error"]) {
+						t.Errorf("response event errorCode %q message %q, want %s", ev.ErrorCode, ev.ErrorMessage, tc.wantCode)
+					}
+				}
+			}
 			if n := len(llm.requestsBy("profile")); n != 0 {
 				t.Errorf("profile ran %d times", n)
 			}

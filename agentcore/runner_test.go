@@ -285,7 +285,7 @@ func TestRunnerClockAndIDs(t *testing.T) {
 	for _, e := range h.session("s1").Events {
 		got = append(got, e.ID+" "+e.InvocationID+" "+e.Timestamp.Format("15:04:05.000"))
 	}
-	want := []string{"id-0002 e-id-0001 03:04:05.002", "id-0003 e-id-0001 03:04:05.004"}
+	want := []string{"id-0002 e-id-0001 03:04:05.002", "id-0003 e-id-0001 03:04:05.003"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ids and timestamps (-want +got):\n%s", diff)
 	}

@@ -300,6 +300,9 @@ func TestMetricsStoreWrapper(t *testing.T) {
 	if _, ok := store.(sessions.Pinger); !ok {
 		t.Fatal("wrapped store is not a Pinger")
 	}
+	if _, ok := store.(sessions.BatchAppender); !ok {
+		t.Fatal("wrapped store is not a BatchAppender")
+	}
 	ctx := context.Background()
 	if _, err := store.Create(ctx, sessions.CreateRequest{AppName: "a", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)

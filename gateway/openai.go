@@ -413,7 +413,9 @@ func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionReques
 // end it with an error.
 func visibleEvent(ev *sessions.Event, invID string) (*sessions.Event, error) {
 	if ev.InvocationID == invID || invID == "" {
-		if ev.ErrorCode != "" && !ev.Partial {
+		// A tool-response event may carry a coded tool failure (the model
+		// sees it and goes on); only the turn's own error events end it.
+		if ev.ErrorCode != "" && !ev.Partial && len(ev.FunctionResponses()) == 0 {
 			return nil, &apiError{status: http.StatusInternalServerError, kind: "server_error", code: strings.ToLower(ev.ErrorCode),
 				message: fmt.Sprintf("Agent %s stopped: %s", ev.Author, ev.ErrorMessage)}
 		}

@@ -42,7 +42,10 @@ type memSession struct {
 	update time.Time
 }
 
-var _ Service = (*MemoryService)(nil)
+var (
+	_ Service       = (*MemoryService)(nil)
+	_ BatchAppender = (*MemoryService)(nil)
+)
 
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
@@ -161,13 +164,19 @@ func (s *MemoryService) Delete(ctx context.Context, req DeleteRequest) error {
 
 // AppendEvent implements Service.
 func (s *MemoryService) AppendEvent(ctx context.Context, sess *Session, ev *Event) error {
-	if ev.Partial {
-		return nil
+	return s.AppendEvents(ctx, sess, []*Event{ev})
+}
+
+// AppendEvents implements BatchAppender: the batch is applied under the
+// store's lock, after every check that can fail.
+func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*Event) error {
+	evs, err := Storable(evs)
+	if err != nil || len(evs) == 0 {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ev.Actions.StateDelta = TrimTemp(ev.Actions.StateDelta)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{sess.AppName, sess.UserID, sess.ID}
@@ -175,18 +184,16 @@ func (s *MemoryService) AppendEvent(ctx context.Context, sess *Session, ev *Even
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
-	own, app, user := SplitDelta(ev.Actions.StateDelta)
-	maps.Copy(ms.state, own)
-	s.merge(sess.AppName, sess.UserID, app, user)
-	stored := ev.Clone()
-	ms.events = append(ms.events, stored)
-	ms.update = cmp.Or(ev.Timestamp, s.now())
-
-	if sess.State == nil {
-		sess.State = map[string]any{}
+	for _, ev := range evs {
+		own, app, user := SplitDelta(ev.Actions.StateDelta)
+		maps.Copy(ms.state, own)
+		s.merge(sess.AppName, sess.UserID, app, user)
+		ms.events = append(ms.events, ev.Clone())
+		if ms.update = ev.Timestamp; ms.update.IsZero() {
+			ms.update = s.now()
+		}
+		ApplyEvent(sess, ev)
 	}
-	maps.Copy(sess.State, ev.Actions.StateDelta)
-	sess.Events = append(sess.Events, ev)
 	sess.LastUpdateTime = ms.update
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -142,6 +143,70 @@ type Service interface {
 	List(ctx context.Context, req ListRequest) (*ListResponse, error)
 	Delete(ctx context.Context, req DeleteRequest) error
 	AppendEvent(ctx context.Context, sess *Session, ev *Event) error
+}
+
+// BatchAppender is implemented by services that can store several events
+// in one atomic step (for Redis: one round trip). The runtime uses it to
+// write a whole turn at once.
+//
+// AppendEvents does for evs, in order, what AppendEvent does for one event
+// (partial events skipped, temp: keys removed from each event's stateDelta,
+// session, app: and user: deltas applied, sess updated in place), as one
+// step: after an error nothing of the batch is stored and sess is unchanged.
+// A batch with nothing to store succeeds without reaching the store.
+type BatchAppender interface {
+	AppendEvents(ctx context.Context, sess *Session, evs []*Event) error
+}
+
+// ApplyEvent does to sess, in memory only, what storing ev does to the
+// caller's copy: a partial (or nil) event changes nothing; otherwise temp:
+// keys are removed from ev's stateDelta, the rest of the delta is merged
+// into sess.State, ev itself is appended to sess.Events and LastUpdateTime
+// becomes ev's timestamp (a store may then set it to its own reading). It
+// reports whether ev was applied. Services use it on their caller's copy
+// after a write; the runtime uses it to keep a running session current
+// between batched writes.
+func ApplyEvent(sess *Session, ev *Event) bool {
+	if ev == nil || ev.Partial {
+		return false
+	}
+	trimEventTemp(ev)
+	if sess.State == nil {
+		sess.State = map[string]any{}
+	}
+	maps.Copy(sess.State, ev.Actions.StateDelta)
+	sess.Events = append(sess.Events, ev)
+	if !ev.Timestamp.IsZero() {
+		sess.LastUpdateTime = ev.Timestamp
+	}
+	return true
+}
+
+// trimEventTemp removes temp: keys from ev's stateDelta, writing ev only
+// when there are some (an event already shared with readers is not
+// written again).
+func trimEventTemp(ev *Event) {
+	if d := TrimTemp(ev.Actions.StateDelta); len(d) != len(ev.Actions.StateDelta) {
+		ev.Actions.StateDelta = d
+	}
+}
+
+// Storable returns the events of evs that a store keeps (the non-partial
+// ones) with temp: keys removed from their stateDelta, or ErrInvalid for a
+// nil event. Backends call it first in AppendEvents.
+func Storable(evs []*Event) ([]*Event, error) {
+	out := make([]*Event, 0, len(evs))
+	for _, ev := range evs {
+		if ev == nil {
+			return nil, fmt.Errorf("%w: nil event", ErrInvalid)
+		}
+		if ev.Partial {
+			continue
+		}
+		trimEventTemp(ev)
+		out = append(out, ev)
+	}
+	return out, nil
 }
 
 // Pinger is implemented by services whose backing store can be probed for

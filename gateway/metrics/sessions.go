@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,9 +12,15 @@ import (
 
 // Sessions wraps a session store so that every operation is counted and
 // timed. The wrapper is a sessions.Pinger: it forwards Ping when svc is
-// one and reports ready otherwise.
+// one and reports ready otherwise. When svc is a sessions.BatchAppender so
+// is the wrapper, and a batch counts as one "append_event" operation (one
+// store round trip, like a single append).
 func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
-	return &instrumentedStore{svc: svc, m: m}
+	s := &instrumentedStore{svc: svc, m: m}
+	if b, ok := svc.(sessions.BatchAppender); ok {
+		return &instrumentedBatchStore{instrumentedStore: s, b: b}
+	}
+	return s
 }
 
 // Locker wraps a run lock so that every acquisition is counted and timed
@@ -67,6 +74,23 @@ func (s *instrumentedStore) AppendEvent(ctx context.Context, sess *sessions.Sess
 	}
 	start := time.Now()
 	err := s.svc.AppendEvent(ctx, sess, ev)
+	s.m.storeOp("append_event", start, err)
+	return err
+}
+
+type instrumentedBatchStore struct {
+	*instrumentedStore
+	b sessions.BatchAppender
+}
+
+var _ sessions.BatchAppender = (*instrumentedBatchStore)(nil)
+
+func (s *instrumentedBatchStore) AppendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event) error {
+	if !slices.ContainsFunc(evs, func(ev *sessions.Event) bool { return ev == nil || !ev.Partial }) {
+		return s.b.AppendEvents(ctx, sess, evs) // nothing to store: not a store operation
+	}
+	start := time.Now()
+	err := s.b.AppendEvents(ctx, sess, evs)
 	s.m.storeOp("append_event", start, err)
 	return err
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +23,15 @@ func benchEvent(i int) *sessions.Event {
 	}
 }
 
-// benchSession creates a session holding n events.
+// benchSessions numbers the sessions of benchSession: a sub-benchmark runs
+// once per -count on the same server.
+var benchSessions atomic.Int64
+
+// benchSession creates a session holding n events, its id starting with id.
 func benchSession(b *testing.B, s *Store, id string, n int) *sessions.Session {
 	b.Helper()
 	ctx := b.Context()
+	id = fmt.Sprintf("%s-%d", id, benchSessions.Add(1))
 	sess, err := s.Create(ctx, sessions.CreateRequest{AppName: "bench", UserID: "u", SessionID: id})
 	if err != nil {
 		b.Fatal(err)
@@ -67,9 +73,8 @@ func BenchmarkGet(b *testing.B) {
 	s := newStore(b, Config{URL: srv.URL(""), TTL: time.Hour})
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			id := fmt.Sprintf("get-%d", n)
-			benchSession(b, s, id, n)
-			req := sessions.GetRequest{AppName: "bench", UserID: "u", SessionID: id}
+			sess := benchSession(b, s, fmt.Sprintf("get-%d", n), n)
+			req := sessions.GetRequest{AppName: "bench", UserID: "u", SessionID: sess.ID}
 			b.ResetTimer()
 			for b.Loop() {
 				got, err := s.Get(b.Context(), req)
@@ -81,5 +86,38 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAppendTurn measures storing a turn's 4 events (the user's
+// message, a transfer call and its response, the answer) on a session that
+// already holds 10, 100 or 1,000 events: in one AppendEvents (one round
+// trip) and, for comparison, with one AppendEvent per event.
+func BenchmarkAppendTurn(b *testing.B) {
+	srv := startServer(b)
+	s := newStore(b, Config{URL: srv.URL(""), TTL: time.Hour})
+	for _, n := range []int{10, 100, 1000} {
+		for _, mode := range []string{"batch", "per-event"} {
+			b.Run(fmt.Sprintf("events=%d/%s", n, mode), func(b *testing.B) {
+				sess := benchSession(b, s, fmt.Sprintf("turn-%d-%s", n, mode), n)
+				i := n
+				for b.Loop() {
+					cp := &sessions.Session{ID: sess.ID, AppName: sess.AppName, UserID: sess.UserID, State: map[string]any{}}
+					evs := []*sessions.Event{benchEvent(i), benchEvent(i + 1), benchEvent(i + 2), benchEvent(i + 3)}
+					i += len(evs)
+					if mode == "batch" {
+						if err := s.AppendEvents(b.Context(), cp, evs); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					for _, ev := range evs {
+						if err := s.AppendEvent(b.Context(), cp, ev); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
 	}
 }

@@ -2,11 +2,11 @@
 // and serialises runs on them with a lease lock. It is the only package of
 // agentgate that imports go-redis.
 //
-// A Store is a sessions.Service, a sessions.Locker and a sessions.Pinger. All
-// keys of one user in one app share the hash tag {app|user}, so every
-// operation on a session, its sub-conversations, the user's index and the
-// user: scope runs as one Lua script on one node, also on Redis Cluster. The
-// data model is described in docs/sessions.md.
+// A Store is a sessions.Service, a sessions.BatchAppender, a sessions.Locker
+// and a sessions.Pinger. All keys of one user in one app share the hash tag
+// {app|user}, so every operation on a session, its sub-conversations, the
+// user's index and the user: scope runs as one Lua script on one node, also
+// on Redis Cluster. The data model is described in docs/sessions.md.
 package redis
 
 import (
@@ -74,9 +74,10 @@ type Store struct {
 }
 
 var (
-	_ sessions.Service = (*Store)(nil)
-	_ sessions.Locker  = (*Store)(nil)
-	_ sessions.Pinger  = (*Store)(nil)
+	_ sessions.Service       = (*Store)(nil)
+	_ sessions.Locker        = (*Store)(nil)
+	_ sessions.Pinger        = (*Store)(nil)
+	_ sessions.BatchAppender = (*Store)(nil)
 )
 
 // New validates cfg and returns a Store. It does not connect: a server that

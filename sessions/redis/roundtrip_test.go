@@ -92,6 +92,13 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 		{"AppendEvent with app: state", appApp, func() error {
 			return s.AppendEvent(ctx, target, event("e2", map[string]any{"k": "v", "app:a": 1.0}))
 		}},
+		{"AppendEvents (3 events, session and user: state)", 1, func() error {
+			return s.AppendEvents(ctx, target, []*sessions.Event{event("b1", map[string]any{"k": "b1", "temp:t": 1.0}),
+				event("b2", map[string]any{"user:u": 2.0}), event("b3", nil)})
+		}},
+		{"AppendEvents (2 events) with app: state", appApp, func() error {
+			return s.AppendEvents(ctx, target, []*sessions.Event{event("b4", map[string]any{"app:a": 2.0}), event("b5", map[string]any{"app:b": 1.0})})
+		}},
 		{"AppendEvent partial", 0, func() error {
 			ev := event("p", map[string]any{"k": "x"})
 			ev.Partial = true

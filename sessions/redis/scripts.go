@@ -62,19 +62,25 @@ return {meta, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -
 `)
 
 // appendScript: KEYS meta state events index user tree [app];
-// ARGV base id root updatedMicros ttlMillis eventID eventJSON, then the
-// session, user and app delta groups. Returns 0 when the session does not
-// exist, 1 when appended, 2 when eventID is already the last event (a retried
-// append whose first reply was lost).
+// ARGV base id root ttlMillis lastEventID n, then for each of the n events
+// updatedMicros eventJSON and its session, user and app delta groups.
+// Appends the events in order as one step. Returns 0 when the session does
+// not exist, 1 when appended, 2 when lastEventID (the id of the batch's last
+// event) is already the session's last event: a retried append whose first
+// reply was lost, which stored the whole batch.
 var appendScript = goredis.NewScript(luaLib + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local base, id, root, now, ttl, evid = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-if evid ~= '' and redis.call('HGET', KEYS[1], 'last') == evid then return 2 end
-redis.call('RPUSH', KEYS[3], ARGV[7])
-redis.call('HSET', KEYS[1], 'updated', now, 'last', evid)
-local i = apply(KEYS[2], ARGV, 8)
-i = apply(KEYS[5], ARGV, i)
-apply(KEYS[7], ARGV, i)
+local base, id, root, ttl, lastid, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+if lastid ~= '' and redis.call('HGET', KEYS[1], 'last') == lastid then return 2 end
+local i, now = 7, nil
+for _ = 1, n do
+  now = ARGV[i]
+  redis.call('RPUSH', KEYS[3], ARGV[i + 1])
+  i = apply(KEYS[2], ARGV, i + 2)
+  i = apply(KEYS[5], ARGV, i)
+  i = apply(KEYS[7], ARGV, i)
+end
+redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
 redis.call('ZADD', KEYS[4], now, id)
 touch(ttl, base, root, KEYS[6], KEYS[4], KEYS[5])
 return 1

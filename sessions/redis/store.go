@@ -283,30 +283,44 @@ func (s *Store) Delete(ctx context.Context, req sessions.DeleteRequest) error {
 // event id is already the session's last event is taken as a retry of an
 // append whose reply was lost and is not stored twice.
 func (s *Store) AppendEvent(ctx context.Context, sess *sessions.Session, ev *sessions.Event) error {
-	if sess == nil || ev == nil {
-		return fmt.Errorf("%w: nil session or event", sessions.ErrInvalid)
+	return s.AppendEvents(ctx, sess, []*sessions.Event{ev})
+}
+
+// AppendEvents implements sessions.BatchAppender: one script over the whole
+// batch, one round trip, atomic (on Cluster the batch's app: deltas follow
+// in a second round trip). A batch whose last event id is already the
+// session's last event is taken as a retry and not stored twice.
+func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event) error {
+	if sess == nil {
+		return fmt.Errorf("%w: nil session", sessions.ErrInvalid)
 	}
-	if ev.Partial {
-		return nil
+	evs, err := sessions.Storable(evs)
+	if err != nil || len(evs) == 0 {
+		return err
 	}
 	if err := sessions.ValidateKeys(sess.AppName, sess.UserID); err != nil {
 		return err
 	}
-	ev.Actions.StateDelta = sessions.TrimTemp(ev.Actions.StateDelta)
-	own, appDelta, userDelta := sessions.SplitDelta(ev.Actions.StateDelta)
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("%w: event %s: %v", sessions.ErrInvalid, ev.ID, err)
-	}
-	ts := ev.Timestamp
-	if ts.IsZero() {
-		ts = s.now()
-	}
-	updated := ts.UnixMicro()
 	k := s.keys(sess.AppName, sess.UserID, sess.ID)
-	args, err := deltaArgs([]any{k.base, sess.ID, k.root, updated, s.ttl.Milliseconds(), ev.ID, body}, own, userDelta, appDelta)
-	if err != nil {
-		return err
+	last := evs[len(evs)-1]
+	args := []any{k.base, sess.ID, k.root, s.ttl.Milliseconds(), last.ID, len(evs)}
+	appDeltas := map[string]any{}
+	var updated int64
+	for _, ev := range evs {
+		own, appDelta, userDelta := sessions.SplitDelta(ev.Actions.StateDelta)
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("%w: event %s: %v", sessions.ErrInvalid, ev.ID, err)
+		}
+		ts := ev.Timestamp
+		if ts.IsZero() {
+			ts = s.now()
+		}
+		updated = ts.UnixMicro()
+		if args, err = deltaArgs(append(args, updated, body), own, userDelta, appDelta); err != nil {
+			return err
+		}
+		maps.Copy(appDeltas, appDelta)
 	}
 	var res *goredis.Cmd
 	if err := s.pipeline(ctx, "append", func(p goredis.Pipeliner, eval bool) {
@@ -317,14 +331,12 @@ func (s *Store) AppendEvent(ctx context.Context, sess *sessions.Session, ev *ses
 	if n, _ := res.Val().(int64); n == 0 {
 		return fmt.Errorf("%w: %s", sessions.ErrNotFound, sess.ID)
 	}
-	if err := s.writeApp(ctx, sess.AppName, appDelta, map[string]any{}); err != nil {
+	if err := s.writeApp(ctx, sess.AppName, appDeltas, map[string]any{}); err != nil {
 		return err
 	}
-	if sess.State == nil {
-		sess.State = map[string]any{}
+	for _, ev := range evs {
+		sessions.ApplyEvent(sess, ev)
 	}
-	maps.Copy(sess.State, ev.Actions.StateDelta)
-	sess.Events = append(sess.Events, ev)
 	sess.LastUpdateTime = time.UnixMicro(updated).UTC()
 	return nil
 }

@@ -179,3 +179,32 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 		t.Errorf("stored %d events, want 3 (the retried one once, both anonymous ones)", len(got.Events))
 	}
 }
+
+func TestRetriedBatchIsStoredOnce(t *testing.T) {
+	srv := startServer(t)
+	s := newStore(t, Config{URL: srv.URL("")})
+	ctx := t.Context()
+	if _, err := s.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	batch := []*sessions.Event{event("b1", map[string]any{"n": 1.0}), event("b2", map[string]any{"n": 2.0})}
+	// A retry after a lost reply sends the same batch again: the batch is
+	// atomic, so its last event being the session's last means all of it
+	// was stored.
+	for range 2 {
+		if err := s.AppendEvents(ctx, &sessions.Session{ID: "s", AppName: "app", UserID: "u"}, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Get(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, ev := range got.Events {
+		ids = append(ids, ev.ID)
+	}
+	if len(ids) != 2 || ids[0] != "b1" || ids[1] != "b2" {
+		t.Errorf("stored %v, want [b1 b2]", ids)
+	}
+}

@@ -2,7 +2,9 @@
 // runs. It checks the contract documented on sessions.Service: ids, sentinel
 // errors, isolation between users, listing and pagination, cascading deletes,
 // the three state scopes, temp: and partial data, event round trips, copy
-// semantics, concurrent appends and LastUpdateTime.
+// semantics, concurrent appends and LastUpdateTime; and, for services that
+// are a sessions.BatchAppender, AppendEvents: the same effects as appending
+// one by one, all or nothing, batches that never interleave.
 //
 // A backend's test calls Run with a constructor that returns an empty,
 // isolated service for each subtest:
@@ -15,6 +17,7 @@
 package sessiontest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +73,16 @@ func Run(t *testing.T, newService func(t *testing.T) sessions.Service) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, newService(t))
+		})
+	}
+	for _, tt := range batchTests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := newService(t)
+			b, ok := svc.(sessions.BatchAppender)
+			if !ok {
+				t.Skipf("%T is not a sessions.BatchAppender", svc)
+			}
+			tt.fn(t, svc, b)
 		})
 	}
 }
@@ -540,35 +553,19 @@ func testAppendedEventNotAliased(t *testing.T, svc sessions.Service) {
 func testConcurrentAppends(t *testing.T, svc sessions.Service) {
 	const writers, perWriter = 16, 8
 	create(t, svc, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "busy"})
-	ctx := t.Context()
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*perWriter)
-	for w := range writers {
-		wg.Go(func() {
-			// Each writer owns its copy: a *Session is not shared between goroutines.
-			s, err := svc.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: "busy"})
-			if err != nil {
-				errs <- err
-				return
+	concurrently(t, svc, "busy", writers, func(ctx context.Context, s *sessions.Session, w int) error {
+		for i := range perWriter {
+			delta := map[string]any{
+				fmt.Sprintf("w%d", w):      float64(i),
+				fmt.Sprintf("app:w%d", w):  float64(i),
+				fmt.Sprintf("user:w%d", w): float64(i),
 			}
-			for i := range perWriter {
-				delta := map[string]any{
-					fmt.Sprintf("w%d", w):      float64(i),
-					fmt.Sprintf("app:w%d", w):  float64(i),
-					fmt.Sprintf("user:w%d", w): float64(i),
-				}
-				if err := svc.AppendEvent(ctx, s, newEvent(fmt.Sprintf("w%d-%d", w, i), time.Time{}, delta)); err != nil {
-					errs <- err
-					return
-				}
+			if err := svc.AppendEvent(ctx, s, newEvent(fmt.Sprintf("w%d-%d", w, i), time.Time{}, delta)); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("concurrent append: %v", err)
-	}
+		}
+		return nil
+	})
 
 	got := get(t, svc, app, user, "busy")
 	if len(got.Events) != writers*perWriter {
@@ -612,6 +609,32 @@ func testLastUpdateTime(t *testing.T, svc sessions.Service) {
 }
 
 // --- helpers ---
+
+// concurrently runs write in writers goroutines at once, each with its own
+// copy of session id (a *Session is not shared between goroutines), and
+// reports their errors.
+func concurrently(t *testing.T, svc sessions.Service, id string, writers int, write func(ctx context.Context, s *sessions.Session, w int) error) {
+	t.Helper()
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			s, err := svc.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: id})
+			if err == nil {
+				err = write(ctx, s, w)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent writer: %v", err)
+	}
+}
 
 func create(t *testing.T, svc sessions.Service, req sessions.CreateRequest) *sessions.Session {
 	t.Helper()
