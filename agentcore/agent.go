@@ -1,8 +1,9 @@
 // Package agentcore is agentgate's agent runtime: ADK's agent model in Go.
 //
 // An Agent runs inside an Invocation and streams Events as an iterator. The
-// Runner loads the session, persists every non-partial event before the
-// agent's next step can see it, routes a turn to the right agent, and resumes
+// Runner loads the session, applies every non-partial event to it before the
+// agent's next step can see it and stores the turn's events (in one batch
+// when the store allows it), routes a turn to the right agent, and resumes
 // invocations that paused on long-running calls. LlmAgent drives the
 // model-tool loop; SequentialAgent, ParallelAgent and LoopAgent compose
 // agents; AgentTool calls an agent as a function in its own sub-conversation.
@@ -14,6 +15,7 @@ package agentcore
 import (
 	"context"
 	"iter"
+	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -139,6 +141,7 @@ type services struct {
 	newID     func() string
 	observer  Observer
 	appName   string
+	logger    *slog.Logger
 }
 
 type usageTotal struct {
@@ -166,10 +169,18 @@ func (u *usageTotal) get() *genai.GenerateContentResponseUsageMetadata {
 }
 
 // liveSession is the session of a running invocation: the driver appends to
-// it while agents (possibly on parallel branches) read it.
+// it while agents (possibly on parallel branches) read it. With a store that
+// batches, pending holds the events applied to sess but not stored yet.
 type liveSession struct {
-	mu   sync.RWMutex
-	sess *sessions.Session
+	mu      sync.RWMutex
+	sess    *sessions.Session
+	batch   sessions.BatchAppender // nil: each event is stored as it is applied
+	pending []*sessions.Event
+}
+
+func newLiveSession(sess *sessions.Session, store sessions.Service) *liveSession {
+	b, _ := store.(sessions.BatchAppender)
+	return &liveSession{sess: sess, batch: b}
 }
 
 func (l *liveSession) events() []*sessions.Event {

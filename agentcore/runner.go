@@ -38,6 +38,10 @@ type RunnerConfig struct {
 	Now      func() time.Time
 	NewID    func() string
 	Observer Observer
+	// Logger receives what the runtime cannot report through the event
+	// stream: events that could not be stored after the consumer stopped
+	// or the turn failed (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Runner runs user turns of one agent tree against stored sessions.
@@ -60,7 +64,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, err
 	}
 	svc := &services{sessions: cfg.Sessions, artifacts: cfg.Artifacts, memory: cfg.Memory, now: cfg.Now, newID: cfg.NewID,
-		observer: cfg.Observer, appName: cfg.AppName}
+		observer: cfg.Observer, appName: cfg.AppName, logger: cfg.Logger}
 	if svc.now == nil {
 		svc.now = time.Now
 	}
@@ -69,6 +73,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if svc.observer == nil {
 		svc.observer = NopObserver{}
+	}
+	if svc.logger == nil {
+		svc.logger = slog.Default()
 	}
 	return &Runner{cfg: cfg, index: ix, svc: svc}, nil
 }
@@ -139,8 +146,17 @@ type Run struct {
 
 // Events streams the turn's events: partial and whole, the caller's own and
 // (when asked for, or when they pause) those of agents called as tools.
-// Non-partial events of the turn are stored before they are yielded. The
-// user's message is stored but not yielded.
+// The user's message is stored but not yielded.
+//
+// Non-partial events of the turn are applied to the session before they
+// are yielded (the turn's next steps see them). When the session store is a
+// sessions.BatchAppender they are stored together, in one atomic batch,
+// when the turn ends: finished, paused, failed, cancelled, or when the
+// consumer stops ranging; the sequence returns only after that write, and
+// a failed write is yielded as the last error (or logged when the consumer
+// has stopped or the turn already failed). With any other store each event
+// is stored before it is yielded. A sub-conversation (an agent called as a
+// tool) is stored the same way when its own turn ends.
 func (r *Run) Events() iter.Seq2[*sessions.Event, error] { return r.events }
 
 // Usage is the token usage summed over every model call of the turn, across
@@ -237,7 +253,7 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 		if t.subLocks == nil {
 			t.subLocks = &sync.Map{}
 		}
-		sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &liveSession{sess: sess},
+		sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: newLiveSession(sess, t.svc.sessions),
 			llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
 			overrides: t.overrides, subLocks: t.subLocks}
 		inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
@@ -254,26 +270,43 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 				return
 			}
 		}
+		var runErr error
+		stopped := false
 		for ev, err := range target.Run(ctx, inv) {
 			if err != nil {
-				yield(nil, err)
-				return
+				runErr = err
+				break
 			}
 			if !ev.Partial && ev.InvocationID == invID {
-				if err := inv.persist(ctx, ev); err != nil {
-					yield(nil, err)
-					return
+				if runErr = inv.persist(ctx, ev); runErr != nil {
+					break
 				}
 			}
 			if !yield(ev, nil) {
-				return
+				stopped = true
+				break
 			}
+		}
+		// The turn is over, paused, failed or no longer consumed: what it
+		// applied to the session is stored now, in one batch.
+		flushErr := sh.sess.flush(ctx)
+		switch {
+		case flushErr != nil && (stopped || runErr != nil):
+			t.svc.logger.ErrorContext(ctx, "the turn's events could not be stored", "err", flushErr)
+		case flushErr != nil:
+			runErr = flushErr
+		}
+		if runErr != nil && !stopped {
+			yield(nil, runErr)
 		}
 	}
 }
 
-// persist stores a non-partial event of this invocation: temp: state goes to
-// the invocation, the rest to the session.
+// persist records a non-partial event of this invocation: temp: state goes
+// to the invocation, the rest to the session. With a store that batches
+// (sessions.BatchAppender) the event is applied to the running session at
+// once and stored with the rest of the turn by flush; otherwise it is
+// stored now.
 func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	for k, v := range ev.Actions.StateDelta {
 		if len(k) > len(sessions.PrefixTemp) && k[:len(sessions.PrefixTemp)] == sessions.PrefixTemp {
@@ -285,8 +318,34 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	l := inv.sh.sess
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.batch != nil {
+		if sessions.ApplyEvent(l.sess, ev) {
+			l.pending = append(l.pending, ev)
+		}
+		return nil
+	}
 	if err := inv.sh.svc.sessions.AppendEvent(context.WithoutCancel(ctx), l.sess, ev); err != nil {
 		return fmt.Errorf("storing event: %w", err)
+	}
+	return nil
+}
+
+// flush stores the events applied to the session since the last flush, in
+// one AppendEvents call. It runs even when ctx has ended: what the caller
+// has seen is stored.
+func (l *liveSession) flush(ctx context.Context) error {
+	l.mu.Lock()
+	evs := l.pending
+	l.pending = nil
+	// AppendEvents updates the session it is given; the events are applied
+	// to l.sess already, so it gets a scratch copy of the identity.
+	scratch := &sessions.Session{ID: l.sess.ID, AppName: l.sess.AppName, UserID: l.sess.UserID, State: map[string]any{}}
+	l.mu.Unlock()
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := l.batch.AppendEvents(context.WithoutCancel(ctx), scratch, evs); err != nil {
+		return fmt.Errorf("storing the turn's events: %w", err)
 	}
 	return nil
 }

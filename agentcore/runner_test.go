@@ -73,36 +73,6 @@ func TestStateScopes(t *testing.T) {
 	}
 }
 
-// Every non-partial event of the turn is stored before the caller sees it;
-// partial events never are.
-func TestEventsStoredBeforeYielded(t *testing.T) {
-	h := newHarness(t, coordinatorTree(t))
-	run := h.runner.Run(context.Background(), agentcore.RunRequest{UserID: "u1", SessionID: "s1", NewMessage: userText("hello"),
-		Config: agentcore.RunConfig{Streaming: true}})
-	partials := 0
-	for ev, err := range run.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored := map[string]bool{}
-		for _, e := range h.session("s1").Events {
-			stored[e.ID] = true
-		}
-		if ev.Partial {
-			partials++
-		}
-		if stored[ev.ID] == ev.Partial {
-			t.Errorf("event %s (partial %v) stored = %v when yielded", ev.ID, ev.Partial, stored[ev.ID])
-		}
-	}
-	if partials == 0 {
-		t.Error("no partial events streamed")
-	}
-	if run.StartAgent() != "coordinator" || run.InvocationID() == "" {
-		t.Errorf("StartAgent %q InvocationID %q", run.StartAgent(), run.InvocationID())
-	}
-}
-
 // The usage of every model call of the turn is summed, agents called as
 // tools included.
 func TestUsageSummedAcrossTheTree(t *testing.T) {

@@ -323,7 +323,7 @@ func TestMetricsStoreWrapper(t *testing.T) {
 
 // A turn on a session reads it from the store once: the runner uses the
 // session the gateway read under the run lock. Per turn: lock, get (and
-// create on the first), one append per stored event, unlock.
+// create on the first), one append of the whole turn, unlock.
 func TestSessionTurnStoreOperations(t *testing.T) {
 	f := newObsFixture(t, nil)
 	for i := range 2 {
@@ -343,7 +343,7 @@ func TestSessionTurnStoreOperations(t *testing.T) {
 	}{
 		{"lock", "ok", 2}, {"unlock", "ok", 2},
 		{"get", "not_found", 1}, {"create", "ok", 1}, {"get", "ok", 1},
-		{"append_event", "ok", 4}, // the user's message and the answer, twice
+		{"append_event", "ok", 2}, // the user's message and the answer in one batch, twice
 	} {
 		if n := ops(c.op, c.outcome); n != c.want {
 			t.Errorf("%s/%s: %v operations, want %v", c.op, c.outcome, n, c.want)

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -117,6 +118,58 @@ func BenchmarkAppendTurn(b *testing.B) {
 						}
 					}
 				}
+			})
+		}
+	}
+}
+
+// unbatched hides the Store's AppendEvents, so the runner stores each
+// event with its own AppendEvent (the runtime's path for stores that
+// cannot batch).
+type unbatched struct{ sessions.Service }
+
+// BenchmarkTurn measures whole gateway-style turns (run lock, load, the
+// transfer turn of turnTree on the scripted model, write, unlock) on a
+// session holding 10, 100 or 1,000 events, and reports the Redis round
+// trips per turn: with the turn written in one batch, and with one append
+// per event. The session is cut back to its size after each turn, outside
+// the measured time.
+func BenchmarkTurn(b *testing.B) {
+	srv := startServer(b)
+	s := newStore(b, Config{URL: srv.URL(""), TTL: time.Hour})
+	rt := &roundTrips{}
+	s.client.AddHook(rt)
+	for _, n := range []int{10, 100, 1000} {
+		for _, mode := range []string{"batch", "per-event"} {
+			b.Run(fmt.Sprintf("events=%d/%s", n, mode), func(b *testing.B) {
+				var store sessions.Service = s
+				if mode == "per-event" {
+					store = unbatched{s}
+				}
+				r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "bench", Agent: turnTree(b), Sessions: store, RouteToRoot: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := benchSession(b, s, fmt.Sprintf("run-%d-%s", n, mode), n).ID
+				events := s.keys("bench", "u", id).events
+				ctx := b.Context()
+				if _, err := gatewayTurn(ctx, s, r, "bench", id, "hello"); err != nil { // load the scripts
+					b.Fatal(err)
+				}
+				var trips int64
+				for b.Loop() {
+					before := rt.n.Load()
+					if _, err := gatewayTurn(ctx, s, r, "bench", id, "hello"); err != nil {
+						b.Fatal(err)
+					}
+					trips += rt.n.Load() - before
+					b.StopTimer()
+					if err := s.client.LTrim(ctx, events, 0, int64(n)-1).Err(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(trips)/float64(b.N), "round-trips/turn")
 			})
 		}
 	}

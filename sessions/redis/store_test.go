@@ -69,6 +69,9 @@ func TestClusterConformance(t *testing.T) {
 		// The app: hash lives on its own node: an app: delta costs a second trip.
 		checkRoundTrips(t, newStore(t, Config{URL: url, TTL: time.Hour}), 2)
 	})
+	t.Run("TurnRoundTrips", func(t *testing.T) {
+		checkTurnRoundTrips(t, newStore(t, Config{URL: url, TTL: time.Hour}))
+	})
 }
 
 func TestSentinelConformance(t *testing.T) {

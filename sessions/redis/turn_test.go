@@ -1,0 +1,290 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model/scripted"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// The runtime over the Store: what a whole turn costs in round trips, and
+// what an outage before the turn's write leaves behind.
+
+// opLog names each round trip a client makes: a pipeline or a command sent
+// alone is one, named after its first command ("get", "append", "create",
+// "lock", "unlock" for this package's scripts and the lease).
+type opLog struct {
+	mu    sync.Mutex
+	ops   []string
+	names map[string]string // script SHA1 -> name
+}
+
+func newOpLog() *opLog {
+	l := &opLog{names: map[string]string{}}
+	for name, sc := range map[string]*goredis.Script{"get": getScript, "append": appendScript, "create": createScript,
+		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript} {
+		l.names[sc.Hash()] = name
+	}
+	return l
+}
+
+func (l *opLog) name(cmd goredis.Cmder) string {
+	args := cmd.Args()
+	switch strings.ToLower(cmd.Name()) {
+	case "evalsha":
+		return l.names[args[1].(string)]
+	case "eval":
+		sum := sha1.Sum([]byte(args[1].(string)))
+		return l.names[hex.EncodeToString(sum[:])]
+	case "set":
+		if slices.ContainsFunc(args, func(a any) bool { s, _ := a.(string); return strings.EqualFold(s, "nx") }) {
+			return "lock"
+		}
+	}
+	return cmd.Name()
+}
+
+func (l *opLog) record(name string) {
+	l.mu.Lock()
+	l.ops = append(l.ops, name)
+	l.mu.Unlock()
+}
+
+func (l *opLog) DialHook(next goredis.DialHook) goredis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (l *opLog) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		l.record(l.name(cmd))
+		return next(ctx, cmd)
+	}
+}
+
+func (l *opLog) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		l.record(l.name(cmds[0]))
+		return next(ctx, cmds)
+	}
+}
+
+// during returns the round trips fn makes.
+func (l *opLog) during(t *testing.T, fn func() error) []string {
+	t.Helper()
+	l.mu.Lock()
+	l.ops = nil
+	l.mu.Unlock()
+	if err := fn(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ops
+}
+
+// turnTree is a coordinator that transfers greetings to a greeter and hands
+// texts to summarize to a summarizer called as a tool.
+func turnTree(t testing.TB) agentcore.Agent {
+	t.Helper()
+	m, err := scripted.New("turns", scripted.Config{Rules: []scripted.Rule{
+		{Agent: "coordinator", Match: "hello", Call: &scripted.Call{Name: agentcore.TransferToolName, Args: map[string]any{"agent_name": "greeter"}}},
+		{Agent: "coordinator", AfterTool: "summarizer", Reply: "The summary: {response.text}"},
+		{Agent: "coordinator", Match: "summarize", Call: &scripted.Call{Name: "summarizer", Args: map[string]any{"request": "{last}"}}},
+		{Agent: "greeter", Reply: "Hello there!"},
+		{Agent: "summarizer", Reply: "- one\n- two"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := func(cfg agentcore.LlmConfig) *agentcore.LlmAgent {
+		cfg.Model = m
+		a, err := agentcore.NewLlmAgent(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	tool, err := agentcore.NewAgentTool(llm(agentcore.LlmConfig{Name: "summarizer", Description: "Summarizes."}), agentcore.AgentToolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return llm(agentcore.LlmConfig{Name: "coordinator", Tools: []agentcore.Tool{tool},
+		SubAgents: []agentcore.Agent{llm(agentcore.LlmConfig{Name: "greeter", Description: "Greets."})}})
+}
+
+// gatewayTurn runs one turn as the gateway does: take the session's run
+// lock, run the turn to its end, let the lock go. It returns the events.
+func gatewayTurn(ctx context.Context, s *Store, r *agentcore.Runner, app, id, text string) ([]*sessions.Event, error) {
+	release, err := s.Acquire(ctx, app, "u", id, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var evs []*sessions.Event
+	for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// checkTurnRoundTrips asserts the round trips of whole turns in steady
+// state (scripts cached, connections open).
+func checkTurnRoundTrips(t *testing.T, s *Store) {
+	ops := newOpLog()
+	s.client.AddHook(ops)
+	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: turnTree(t), Sessions: s, AutoCreateSession: true, RouteToRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, text := range []string{"hello", "summarize this"} { // load every script once
+		if _, err := gatewayTurn(ctx, s, r, "app", "warm", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		// 4 events stored (the user's message, the transfer call and its
+		// response, the greeter's answer) in one append.
+		{"transfer", "hello", []string{"lock", "get", "append", "unlock"}},
+		// The sub-conversation is a session of its own: read (and created
+		// on the first call), then written when its turn ends, before the
+		// turn's own write.
+		{"agent tool, first call", "summarize this", []string{"lock", "get", "get", "create", "append", "append", "unlock"}},
+		{"agent tool, next call", "summarize that", []string{"lock", "get", "get", "append", "append", "unlock"}},
+	}
+	for _, tt := range tests {
+		var evs []*sessions.Event
+		got := ops.during(t, func() error {
+			var err error
+			evs, err = gatewayTurn(ctx, s, r, "app", "s1", tt.text)
+			return err
+		})
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s turn: round trips %v, want %v", tt.name, got, tt.want)
+		}
+		if len(evs) < 3 {
+			t.Errorf("%s turn: %d events, want a whole turn", tt.name, len(evs))
+		}
+	}
+	stored, err := s.Get(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Events) != 3*4 {
+		t.Errorf("%d events stored after three turns, want 12", len(stored.Events))
+	}
+}
+
+func TestTurnRoundTrips(t *testing.T) {
+	srv := startServer(t)
+	checkTurnRoundTrips(t, newStore(t, Config{URL: srv.URL(""), TTL: time.Hour}))
+}
+
+// Redis goes away during a turn, before the turn's write: the run reports
+// ErrUnavailable after the events it streamed, and once Redis is back the
+// session holds exactly what it held before the turn.
+func TestTurnRedisDownBeforeWrite(t *testing.T) {
+	srv := startServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := newStore(t, Config{URL: srv.URL(fastFail), TTL: time.Hour})
+	ctx := t.Context()
+	m, err := scripted.New("turns", scripted.Config{Rules: []scripted.Rule{
+		{Agent: "helper", AfterTool: "outage", Reply: "Done."},
+		{Agent: "helper", Match: "break", Call: &scripted.Call{Name: "outage"}},
+		{Agent: "helper", Reply: "Hi."},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outage, err := agentcore.NewFunctionTool(agentcore.FunctionToolConfig{Name: "outage", Description: "Stops Redis."},
+		func(ctx context.Context, tc *agentcore.ToolContext, _ map[string]any) (map[string]any, error) {
+			tc.SetState("k", "lost")
+			tc.SetState("user:k", "lost")
+			tc.SetState("app:k", "lost")
+			srv.Stop()
+			return map[string]any{"ok": true}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := agentcore.NewLlmAgent(agentcore.LlmConfig{Name: "helper", Model: m, Tools: []agentcore.Tool{outage}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: helper, Sessions: s, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(text string) ([]*sessions.Event, error) {
+		var evs []*sessions.Event
+		for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: "s1", NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
+			if err != nil {
+				return evs, err
+			}
+			evs = append(evs, ev)
+		}
+		return evs, nil
+	}
+	if _, err := run("hi"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Get(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	evs, err := run("break")
+	if !errors.Is(err, sessions.ErrUnavailable) {
+		t.Fatalf("run with Redis stopped before the write: err = %v, want ErrUnavailable", err)
+	}
+	if len(evs) != 3 || evs[2].Text() != "Done." {
+		t.Errorf("streamed before the error: %d events, want the call, its response and the answer", len(evs))
+	}
+
+	srv.Start()
+	waitUp(t, s)
+	after, err := s.Get(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, ev := range after.Events {
+		got = append(got, ev.ID)
+	}
+	for _, ev := range before.Events {
+		want = append(want, ev.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events after the outage %v, want those before the turn %v", got, want)
+	}
+	for _, k := range []string{"k", "user:k", "app:k"} {
+		if v, ok := after.State[k]; ok {
+			t.Errorf("state %s = %v after a turn that was not stored", k, v)
+		}
+	}
+	// The next turn runs on the session as it was.
+	if _, err := run("hi again"); err != nil {
+		t.Fatalf("turn after Redis came back: %v", err)
+	}
+}
