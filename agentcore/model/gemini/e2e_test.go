@@ -1,27 +1,22 @@
 package gemini_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
 
-	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model/gemini"
-	"github.com/agentgate/agentgate/sessions"
+	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
 )
 
 // wireRequest is the part of a generateContent body the fake reads.
 type wireRequest struct {
-	SystemInstruction *genai.Content  `json:"systemInstruction"`
+	SystemInstruction *genai.Content   `json:"systemInstruction"`
 	Contents          []*genai.Content `json:"contents"`
 	Tools             []*genai.Tool    `json:"tools"`
 }
@@ -31,18 +26,12 @@ type wireRequest struct {
 // calls the summarizer agent as a tool (Gemini sends the call without an
 // id), and answers with its result.
 func TestTreeEndToEnd(t *testing.T) {
-	var mu sync.Mutex
-	var seen []wireRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
+	up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		var req wireRequest
-		if err := json.Unmarshal(raw, &req); err != nil {
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		mu.Lock()
-		seen = append(seen, req)
-		mu.Unlock()
 		var system string
 		for _, p := range req.SystemInstruction.Parts {
 			system += p.Text
@@ -67,72 +56,15 @@ func TestTreeEndToEnd(t *testing.T) {
 		for _, c := range chunks {
 			fmt.Fprintf(w, "data: %s\n\n", c)
 		}
-	}))
-	client := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(func() {
-		client.CloseIdleConnections()
-		srv.Close()
 	})
 
-	p, err := gemini.New(gemini.Config{Name: "gem", BaseURL: srv.URL, APIKey: "test-key", HTTPClient: client, MaxRetries: -1})
+	p, err := gemini.New(gemini.Config{Name: "gem", BaseURL: up.Server.URL, APIKey: "test-key", HTTPClient: up.Client, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := p.Model("gemini-test")
-	agent := func(cfg agentcore.LlmConfig) *agentcore.LlmAgent {
-		cfg.Model, cfg.Instruction = llm, "You are "+cfg.Name+"."
-		a, err := agentcore.NewLlmAgent(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	summarizer := agent(agentcore.LlmConfig{Name: "summarizer", Description: "Summarizes invoices."})
-	tool, err := agentcore.NewAgentTool(summarizer, agentcore.AgentToolConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	billing := agent(agentcore.LlmConfig{Name: "billing", Description: "Explains invoices.", Tools: []agentcore.Tool{tool}})
-	root := agent(agentcore.LlmConfig{Name: "coordinator", Description: "Routes requests.", SubAgents: []agentcore.Agent{billing}})
-	runner, err := agentcore.NewRunner(agentcore.RunnerConfig{
-		AppName: "app", Agent: root, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), AutoCreateSession: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	providertest.Tree(t, p.Model("gemini-test"))
 
-	run := runner.Run(context.Background(), agentcore.RunRequest{
-		UserID: "u1", SessionID: "s1", NewMessage: genai.NewContentFromText("Why is INV-7 so high?", genai.RoleUser),
-		Config: agentcore.RunConfig{Streaming: true},
-	})
-	var said, transfers []string
-	for ev, err := range run.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Actions.TransferToAgent != "" {
-			transfers = append(transfers, ev.Author+"->"+ev.Actions.TransferToAgent)
-		}
-		if !ev.Partial && ev.Content != nil {
-			for _, part := range ev.Content.Parts {
-				if part.Text != "" {
-					said = append(said, ev.Author+": "+part.Text)
-				}
-			}
-		}
-	}
-	if diff := cmp.Diff([]string{"coordinator->billing"}, transfers); diff != "" {
-		t.Errorf("transfers (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"billing: It is high because of 3 lines."}, said); diff != "" {
-		t.Errorf("what the agents said (-want +got):\n%s", diff)
-	}
-	if got := run.Usage(); got == nil || got.TotalTokenCount != 4*12 {
-		t.Errorf("usage over the tree = %+v, want 4 calls of 12 tokens", got)
-	}
-
-	mu.Lock()
-	defer mu.Unlock()
+	seen := providertest.Bodies[wireRequest](t, up)
 	if len(seen) != 4 {
 		t.Fatalf("upstream got %d requests, want 4 (coordinator, billing, summarizer, billing)", len(seen))
 	}
@@ -147,7 +79,7 @@ func TestTreeEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if !contains(enum, "billing") {
+	if !slices.Contains(enum, any("billing")) {
 		t.Errorf("transfer_to_agent enum = %v, want billing in it", enum)
 	}
 	// Billing's second call carries the summarizer call and its result; the
@@ -179,13 +111,4 @@ func part(p, finish string) string {
 	}
 	return `{"candidates":[{"content":{"role":"model","parts":[` + p + `]}` + f + `}],` +
 		`"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":2,"totalTokenCount":12}}`
-}
-
-func contains(list []any, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

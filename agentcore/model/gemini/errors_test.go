@@ -1,21 +1,17 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
 )
 
 // errorBody is a Google API error envelope.
@@ -30,188 +26,66 @@ func errorBody(code int, msg, status string, details ...map[string]any) string {
 
 var retryInfo13s = map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}
 
-// assertNoKey fails if the key shows in any rendering of err or of the
-// errors it wraps.
-func assertNoKey(t *testing.T, err error) {
-	t.Helper()
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		for _, s := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
-			if strings.Contains(s, testKey) {
-				t.Errorf("the API key leaks in an error: %s", s)
-			}
-		}
-	}
-}
-
 func TestUpstreamErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-		header map[string]string
-		body   string
-		want   model.Error
-	}{
+	providertest.UpstreamErrors(t, harness, []providertest.ErrorCase{
 		{
-			name: "400", status: 400, body: errorBody(400, "Invalid JSON payload received.", "INVALID_ARGUMENT"),
-			want: model.Error{Status: 400, Code: "bad_request", Message: "Invalid JSON payload received."},
+			Name: "400", Status: 400, Body: errorBody(400, "Invalid JSON payload received.", "INVALID_ARGUMENT"),
+			Want: model.Error{Status: 400, Code: "bad_request", Message: "Invalid JSON payload received."},
 		},
 		{
-			name: "401 echoing the key", status: 401, body: errorBody(401, "API key "+testKey+" not valid.", "UNAUTHENTICATED"),
-			want: model.Error{Status: 401, Code: "unauthorized", Message: "API key [redacted] not valid."},
+			Name: "401 echoing the key", Status: 401, Body: errorBody(401, "API key "+testKey+" not valid.", "UNAUTHENTICATED"),
+			Want: model.Error{Status: 401, Code: "unauthorized", Message: "API key [redacted] not valid."},
 		},
 		{
-			name: "403", status: 403, body: errorBody(403, "Permission denied.", "PERMISSION_DENIED"),
-			want: model.Error{Status: 403, Code: "forbidden", Message: "Permission denied."},
+			Name: "403", Status: 403, Body: errorBody(403, "Permission denied.", "PERMISSION_DENIED"),
+			Want: model.Error{Status: 403, Code: "forbidden", Message: "Permission denied."},
 		},
 		{
-			name: "404", status: 404, body: errorBody(404, "models/nope is not found.", "NOT_FOUND"),
-			want: model.Error{Status: 404, Code: "not_found", Message: "models/nope is not found."},
+			Name: "404", Status: 404, Body: errorBody(404, "models/nope is not found.", "NOT_FOUND"),
+			Want: model.Error{Status: 404, Code: "not_found", Message: "models/nope is not found."},
 		},
 		{
-			name: "429 with Retry-After", status: 429, header: map[string]string{"Retry-After": "7"},
-			body: errorBody(429, "Resource has been exhausted.", "RESOURCE_EXHAUSTED"),
-			want: model.Error{Status: 429, Code: "rate_limited", Retryable: true, RetryAfter: 7 * time.Second, Message: "Resource has been exhausted."},
+			Name: "429 with Retry-After", Status: 429, Header: map[string]string{"Retry-After": "7"},
+			Body: errorBody(429, "Resource has been exhausted.", "RESOURCE_EXHAUSTED"),
+			Want: model.Error{Status: 429, Code: "rate_limited", Retryable: true, RetryAfter: 7 * time.Second, Message: "Resource has been exhausted."},
 		},
 		{
-			name: "429 with RetryInfo", status: 429, body: errorBody(429, "Quota exceeded.", "RESOURCE_EXHAUSTED", retryInfo13s),
-			want: model.Error{Status: 429, Code: "rate_limited", Retryable: true, RetryAfter: 13 * time.Second, Message: "Quota exceeded."},
+			Name: "429 with RetryInfo", Status: 429, Body: errorBody(429, "Quota exceeded.", "RESOURCE_EXHAUSTED", retryInfo13s),
+			Want: model.Error{Status: 429, Code: "rate_limited", Retryable: true, RetryAfter: 13 * time.Second, Message: "Quota exceeded."},
 		},
 		{
-			name: "500", status: 500, body: errorBody(500, "Internal error.", "INTERNAL"),
-			want: model.Error{Status: 500, Code: "upstream_error", Retryable: true, Message: "Internal error."},
+			Name: "500", Status: 500, Body: errorBody(500, "Internal error.", "INTERNAL"),
+			Want: model.Error{Status: 500, Code: "upstream_error", Retryable: true, Message: "Internal error."},
 		},
 		{
-			name: "503", status: 503, body: errorBody(503, "The model is overloaded.", "UNAVAILABLE"),
-			want: model.Error{Status: 503, Code: "upstream_error", Retryable: true, Message: "The model is overloaded."},
+			Name: "503", Status: 503, Body: errorBody(503, "The model is overloaded.", "UNAVAILABLE"),
+			Want: model.Error{Status: 503, Code: "upstream_error", Retryable: true, Message: "The model is overloaded."},
 		},
 		{
-			name: "502 HTML page from a proxy", status: 502, body: "<html>Bad Gateway</html>",
-			want: model.Error{Status: 502, Code: "upstream_error", Retryable: true, Message: "<html>Bad Gateway</html>"},
+			Name: "502 HTML page from a proxy", Status: 502, Body: "<html>Bad Gateway</html>",
+			Want: model.Error{Status: 502, Code: "upstream_error", Retryable: true, Message: "<html>Bad Gateway</html>"},
 		},
-	} {
-		for _, stream := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
-				up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-					for k, v := range tc.header {
-						w.Header().Set(k, v)
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(tc.status)
-					_, _ = w.Write([]byte(tc.body))
-				})
-				res := run(t, context.Background(), up.provider(t, Config{}).Model("gemini-test"), &model.Request{}, stream)
-				me, ok := model.AsError(res.err)
-				if !ok {
-					t.Fatalf("err = %v, want a *model.Error", res.err)
-				}
-				assertNoKey(t, res.err)
-				want := tc.want
-				want.Provider, want.Model = "test", "gemini-test"
-				if diff := cmp.Diff(&want, me, cmpopts.IgnoreFields(model.Error{}, "Err")); diff != "" {
-					t.Errorf("error (-want +got):\n%s", diff)
-				}
-			})
-		}
-	}
-}
-
-func TestNetworkFailure(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
-	p := up.provider(t, Config{})
-	up.srv.Close()
-	res := run(t, context.Background(), p.Model("gemini-test"), &model.Request{}, true)
-	me, ok := model.AsError(res.err)
-	if !ok || me.Code != "network" || me.Status != 0 || !me.Retryable || me.Err == nil {
-		t.Fatalf("err = %#v, want a retryable network *model.Error wrapping the cause", res.err)
-	}
-	assertNoKey(t, res.err)
-}
-
-func TestTimeout(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		sse(w, chunk(`[{"text":"slow"}]`, ""))
-		<-r.Context().Done()
 	})
-	res := run(t, context.Background(), up.provider(t, Config{Timeout: 50 * time.Millisecond, MaxRetries: 2}).Model("gemini-test"), &model.Request{}, true)
-	me, ok := model.AsError(res.err)
-	if !ok || me.Code != "timeout" || !me.Retryable {
-		t.Fatalf("err = %#v, want a retryable timeout *model.Error", res.err)
-	}
-	if n := len(up.requests()); n != 1 {
-		t.Errorf("a timed-out call was sent %d times, want 1", n)
-	}
 }
+
+func TestNetworkFailure(t *testing.T) { providertest.NetworkFailure(t, harness) }
+
+func TestTimeout(t *testing.T) { providertest.Timeout(t, harness) }
 
 // TestRetries: failures before any output are retried with backoff, waiting
 // what the upstream asked for; nothing is retried once a stream has
 // produced output, nor a request the upstream refused for good.
 func TestRetries(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		attempts  []string // per attempt: "ok", "cut" (a partial, then the end), or an HTTP status
-		header    map[string]string
-		body      string
-		wantReqs  int
-		wantWaits []time.Duration // -1: any backoff delay
-		wantErr   string
-	}{
-		{name: "503 then success", attempts: []string{"503", "ok"}, wantReqs: 2, wantWaits: []time.Duration{-1}},
-		{name: "429 with Retry-After, 500, then success", attempts: []string{"429", "500", "ok"}, header: map[string]string{"Retry-After": "3"},
-			wantReqs: 3, wantWaits: []time.Duration{3 * time.Second, -1}},
-		{name: "429 with RetryInfo", attempts: []string{"429", "ok"}, body: errorBody(429, "slow down", "RESOURCE_EXHAUSTED", retryInfo13s),
-			wantReqs: 1, wantErr: "rate_limited"},
-		{name: "three 503s exhaust two retries", attempts: []string{"503", "503", "503", "ok"}, wantReqs: 3, wantWaits: []time.Duration{-1, -1}, wantErr: "upstream_error"},
-		{name: "400 is not retried", attempts: []string{"400", "ok"}, wantReqs: 1, wantErr: "bad_request"},
-		{name: "a started stream is not retried", attempts: []string{"cut", "ok"}, wantReqs: 1, wantErr: "stream_cut"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			attempt := 0
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-				a := tc.attempts[attempt]
-				attempt++
-				switch a {
-				case "ok":
-					sse(w, okChunk)
-				case "cut":
-					sse(w, chunk(`[{"text":"o"}]`, ""))
-				default:
-					for k, v := range tc.header {
-						w.Header().Set(k, v)
-					}
-					w.WriteHeader(map[string]int{"400": 400, "429": 429, "500": 500, "503": 503}[a])
-					body := tc.body
-					if body == "" {
-						body = errorBody(500, "no", "INTERNAL")
-					}
-					_, _ = w.Write([]byte(body))
-				}
-			})
-			res := run(t, context.Background(), up.provider(t, Config{MaxRetries: 2}).Model("gemini-test"), &model.Request{}, true)
-			if n := len(up.requests()); n != tc.wantReqs {
-				t.Errorf("upstream got %d requests, want %d", n, tc.wantReqs)
-			}
-			if len(up.waits) != len(tc.wantWaits) {
-				t.Errorf("waited %v, want %d waits", up.waits, len(tc.wantWaits))
-			}
-			for i, w := range tc.wantWaits {
-				if i >= len(up.waits) {
-					break
-				}
-				if got := up.waits[i]; (w >= 0 && got != w) || (w < 0 && (got <= 0 || got > maxRetryDelay)) {
-					t.Errorf("wait %d = %v, want %v", i, got, w)
-				}
-			}
-			if tc.wantErr == "" {
-				if res.err != nil || text(res.final) != "ok" {
-					t.Fatalf("got %v / %q, want the answer ok", res.err, text(res.final))
-				}
-				return
-			}
-			if me, ok := model.AsError(res.err); !ok || me.Code != tc.wantErr {
-				t.Fatalf("err = %v, want code %q", res.err, tc.wantErr)
-			}
-		})
-	}
+	providertest.Retries(t, harness, []providertest.RetryCase{
+		{Name: "503 then success", Attempts: []string{"503", "ok"}, WantReqs: 2, WantWaits: []time.Duration{-1}},
+		{Name: "429 with Retry-After, 500, then success", Attempts: []string{"429", "500", "ok"}, Header: map[string]string{"Retry-After": "3"},
+			WantReqs: 3, WantWaits: []time.Duration{3 * time.Second, -1}},
+		{Name: "429 with RetryInfo", Attempts: []string{"429", "ok"}, Body: errorBody(429, "slow down", "RESOURCE_EXHAUSTED", retryInfo13s),
+			WantReqs: 1, WantErr: "rate_limited"},
+		{Name: "three 503s exhaust two retries", Attempts: []string{"503", "503", "503", "ok"}, WantReqs: 3, WantWaits: []time.Duration{-1, -1}, WantErr: "upstream_error"},
+		{Name: "400 is not retried", Attempts: []string{"400", "ok"}, WantReqs: 1, WantErr: "bad_request"},
+		{Name: "a started stream is not retried", Attempts: []string{"cut", "ok"}, WantReqs: 1, WantErr: "stream_cut"},
+	})
 }
 
 // TestEnvironmentIgnored: genai reads GOOGLE_API_KEY, GEMINI_API_KEY,
@@ -224,15 +98,15 @@ func TestEnvironmentIgnored(t *testing.T) {
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "env-project")
 	t.Setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, okChunk) })
-	p, err := New(Config{Name: "test", APIKey: testKey, BaseURL: up.srv.URL, HTTPClient: up.client, Headers: map[string]string{"X-Configured": "yes"}})
+	up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, okChunk) })
+	p, err := New(Config{Name: "test", APIKey: testKey, BaseURL: up.Server.URL, HTTPClient: up.Client, Headers: map[string]string{"X-Configured": "yes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := run(t, context.Background(), p.Model("gemini-test"), &model.Request{}, true); res.err != nil {
-		t.Fatal(res.err)
+	if res := providertest.Run(t, context.Background(), p.Model("gemini-test"), &model.Request{}, true); res.Err != nil {
+		t.Fatal(res.Err)
 	}
-	reqs := up.requests()
+	reqs := up.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("the configured upstream got %d requests, want 1", len(reqs))
 	}
@@ -275,15 +149,5 @@ func TestSecretsStayHidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "key", cfg.APIKey, "provider", p)
-	encoded, _ := json.Marshal(cfg)
-	out := strings.Join([]string{
-		fmt.Sprintf("%v %+v %#v %s %q %x", cfg, cfg, cfg, cfg.APIKey, cfg.APIKey, cfg.APIKey),
-		fmt.Sprintf("%v %+v %#v", p, p, *p),
-		logged.String(), string(encoded),
-	}, "\n")
-	if strings.Contains(out, testKey) {
-		t.Errorf("the key leaks:\n%s", out)
-	}
+	providertest.AssertHidden(t, []string{testKey}, cfg, cfg.APIKey, p, *p)
 }

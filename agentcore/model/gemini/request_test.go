@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
 )
 
 const okChunk = `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"modelVersion":"gemini-test-001"}`
@@ -30,7 +31,7 @@ func TestGoldenRequests(t *testing.T) {
 		{"builtin_tools_stream", "builtin_tools_request", true, "/v1beta/models/gemini-test:streamGenerateContent", "alt=sse"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				if tc.stream {
 					sse(w, okChunk)
 					return
@@ -38,17 +39,17 @@ func TestGoldenRequests(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(okChunk))
 			})
-			req := loadRequest(t, tc.request)
+			req := providertest.LoadRequest(t, tc.request)
 			before, _ := json.Marshal(req)
-			res := run(t, context.Background(), up.provider(t, Config{}).Model("gemini-test"), req, tc.stream)
-			if res.err != nil {
-				t.Fatal(res.err)
+			res := providertest.Run(t, context.Background(), provider(t, up, Config{}).Model("gemini-test"), req, tc.stream)
+			if res.Err != nil {
+				t.Fatal(res.Err)
 			}
 			after, _ := json.Marshal(req)
 			if diff := cmp.Diff(string(before), string(after)); diff != "" {
 				t.Errorf("the request was modified (-before +after):\n%s", diff)
 			}
-			reqs := up.requests()
+			reqs := up.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("upstream got %d requests, want 1", len(reqs))
 			}
@@ -59,7 +60,7 @@ func TestGoldenRequests(t *testing.T) {
 			if k := got.Header.Get("X-Goog-Api-Key"); k != testKey {
 				t.Errorf("x-goog-api-key = %q", k)
 			}
-			checkGolden(t, tc.name, got.Body)
+			providertest.CheckGolden(t, tc.name, got.Body)
 		})
 	}
 }
@@ -95,9 +96,9 @@ func TestOutgoingIDs(t *testing.T) {
 
 // TestNilConfig: a request with neither config nor contents still works.
 func TestNilConfig(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, okChunk) })
-	res := run(t, context.Background(), up.provider(t, Config{}).Model("gemini-test"), &model.Request{}, true)
-	if res.err != nil || text(res.final) != "ok" {
-		t.Fatalf("got %v / %q", res.err, text(res.final))
+	up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, okChunk) })
+	res := providertest.Run(t, context.Background(), provider(t, up, Config{}).Model("gemini-test"), &model.Request{}, true)
+	if res.Err != nil || providertest.Text(res.Final) != "ok" {
+		t.Fatalf("got %v / %q", res.Err, providertest.Text(res.Final))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
 )
 
 const usageTail = `{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0}],
@@ -35,22 +36,10 @@ type call0 struct {
 	Args     map[string]any
 }
 
-func summarize(t *testing.T, res result) turn {
+func summarize(t *testing.T, res providertest.Result) turn {
 	t.Helper()
-	var s turn
-	for _, p := range res.partials {
-		for _, part := range p.Content.Parts {
-			if part.Thought {
-				s.Partials = append(s.Partials, "thought:"+part.Text)
-			} else {
-				s.Partials = append(s.Partials, part.Text)
-			}
-		}
-	}
-	f := res.final
-	if !f.TurnComplete || f.Partial {
-		t.Errorf("final response: TurnComplete=%v Partial=%v", f.TurnComplete, f.Partial)
-	}
+	s := turn{Partials: res.PartialTexts(t)}
+	f := res.Final
 	if f.Content != nil {
 		for _, p := range f.Content.Parts {
 			switch {
@@ -146,10 +135,10 @@ func TestStream(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, tc.chunks...) })
-			res := run(t, context.Background(), up.provider(t, Config{}).Model("gemini-test"), &model.Request{}, true)
-			if res.err != nil {
-				t.Fatal(res.err)
+			up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, tc.chunks...) })
+			res := providertest.Run(t, context.Background(), provider(t, up, Config{}).Model("gemini-test"), &model.Request{}, true)
+			if res.Err != nil {
+				t.Fatal(res.Err)
 			}
 			if diff := cmp.Diff(tc.want, summarize(t, res)); diff != "" {
 				t.Errorf("turn (-want +got):\n%s", diff)
@@ -162,58 +151,36 @@ func TestStream(t *testing.T) {
 // final answer.
 func TestStreamBroken(t *testing.T) {
 	two := []string{chunk(`[{"text":"The invoice"}]`, ""), chunk(`[{"text":" is high bec"}]`, "")}
-	for _, tc := range []struct {
-		name     string
-		handler  http.HandlerFunc
-		code     string
-		partials int
-	}{
+	providertest.StreamBroken(t, harness, []providertest.BrokenCase{
 		{
-			name:     "body ends after two chunks",
-			handler:  func(w http.ResponseWriter, r *http.Request) { sse(w, two...) },
-			code:     "stream_cut",
-			partials: 2,
+			Name:     "body ends after two chunks",
+			Handler:  func(w http.ResponseWriter, r *http.Request) { sse(w, two...) },
+			Code:     "stream_cut",
+			Partials: 2,
 		},
 		{
-			name: "connection dropped after two chunks",
-			handler: func(w http.ResponseWriter, r *http.Request) {
+			Name: "connection dropped after two chunks",
+			Handler: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, two...)
 				panic(http.ErrAbortHandler)
 			},
-			code:     "stream_cut",
-			partials: 2,
+			Code:     "stream_cut",
+			Partials: 2,
 		},
 		{
-			name: "error event after a chunk",
-			handler: func(w http.ResponseWriter, r *http.Request) {
+			Name: "error event after a chunk",
+			Handler: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, two[0], `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`)
 			},
-			code:     "upstream_error",
-			partials: 1,
+			Code:     "upstream_error",
+			Status:   503,
+			Partials: 1,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			up := newUpstream(t, tc.handler)
-			res := run(t, context.Background(), up.provider(t, Config{MaxRetries: 2}).Model("gemini-test"), &model.Request{}, true)
-			me, ok := model.AsError(res.err)
-			if !ok {
-				t.Fatalf("err = %v, want a *model.Error", res.err)
-			}
-			if me.Code != tc.code || !me.Retryable || me.Provider != "test" || me.Model != "gemini-test" {
-				t.Errorf("error = %+v, want code %q, retryable", me, tc.code)
-			}
-			if len(res.partials) != tc.partials {
-				t.Errorf("%d partials before the error, want %d", len(res.partials), tc.partials)
-			}
-			if n := len(up.requests()); n != 1 {
-				t.Errorf("a started stream was sent %d times, want 1", n)
-			}
-		})
-	}
+	})
 }
 
 func TestNonStreaming(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"candidates":[{"content":{"role":"model","parts":[
 			{"text":"Handing over."},
@@ -222,9 +189,9 @@ func TestNonStreaming(t *testing.T) {
 			"usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":5,"totalTokenCount":16},
 			"modelVersion":"gemini-test-001"}`))
 	})
-	res := run(t, context.Background(), up.provider(t, Config{}).Model("gemini-test"), &model.Request{}, false)
-	if res.err != nil {
-		t.Fatal(res.err)
+	res := providertest.Run(t, context.Background(), provider(t, up, Config{}).Model("gemini-test"), &model.Request{}, false)
+	if res.Err != nil {
+		t.Fatal(res.Err)
 	}
 	want := turn{
 		Parts:  []string{"Handing over.", "call"},
@@ -232,8 +199,8 @@ func TestNonStreaming(t *testing.T) {
 		Finish: genai.FinishReasonStop, Version: "gemini-test-001",
 		Usage: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 11, CandidatesTokenCount: 5, TotalTokenCount: 16},
 	}
-	if len(res.partials) != 0 {
-		t.Errorf("%d partials without streaming", len(res.partials))
+	if len(res.Partials) != 0 {
+		t.Errorf("%d partials without streaming", len(res.Partials))
 	}
 	if diff := cmp.Diff(want, summarize(t, res)); diff != "" {
 		t.Errorf("turn (-want +got):\n%s", diff)

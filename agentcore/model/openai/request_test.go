@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
 )
 
 const okCompletion = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-0125",
@@ -38,12 +39,12 @@ func TestGoldenRequests(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(okCompletion))
 			})
-			req := loadRequest(t, "tree_request")
+			req := providertest.LoadRequest(t, "tree_request")
 			res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), req, tc.stream)
 			if res.err != nil {
 				t.Fatal(res.err)
 			}
-			reqs := up.requests()
+			reqs := up.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("upstream got %d requests, want 1", len(reqs))
 			}
@@ -54,7 +55,7 @@ func TestGoldenRequests(t *testing.T) {
 			if auth := got.Header.Get("Authorization"); auth != "Bearer "+testKey {
 				t.Errorf("Authorization = %q", auth)
 			}
-			checkGolden(t, tc.name, got.Body)
+			providertest.CheckGolden(t, tc.name, got.Body)
 		})
 	}
 }
@@ -239,7 +240,7 @@ func TestRequestRefused(t *testing.T) {
 			if !ok || me.Code != "unsupported" || me.Retryable || !strings.Contains(me.Message, tc.want) {
 				t.Fatalf("err = %#v, want an unsupported *model.Error mentioning %q", res.err, tc.want)
 			}
-			if n := len(up.requests()); n != 0 {
+			if n := len(up.Requests()); n != 0 {
 				t.Errorf("upstream got %d requests, want none", n)
 			}
 		})
