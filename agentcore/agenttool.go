@@ -110,7 +110,12 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 	if err != nil {
 		return nil, err
 	}
-	child := &turn{root: t.agent, index: t.index, svc: parent.sh.svc, cfg: parent.sh.cfg, llmCalls: parent.sh.llmCalls,
+	cfg := parent.sh.cfg
+	if !cfg.StreamSubAgents {
+		// Nobody sees the child's deltas: ask its models for whole answers.
+		cfg.Streaming = false
+	}
+	child := &turn{root: t.agent, index: t.index, svc: parent.sh.svc, cfg: cfg, llmCalls: parent.sh.llmCalls,
 		usage: parent.sh.usage, params: parent.sh.params, routeRoot: true, invID: parent.id + ".sub." + t.agent.Name(),
 		subLocks: parent.sh.subLocks, rootValues: values, secrets: parent.sh.pstate.secrets}
 	var texts []string
