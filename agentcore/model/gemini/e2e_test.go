@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,23 +39,33 @@ func TestTreeEndToEnd(t *testing.T) {
 		}
 		last := req.Contents[len(req.Contents)-1].Parts
 		answered := len(last) > 0 && last[len(last)-1].FunctionResponse != nil
-		var chunks []string
+		var parts []string // a chunk each when streamed
 		switch {
 		case strings.Contains(system, "You are coordinator."):
-			chunks = []string{part(`{"functionCall":{"name":"transfer_to_agent","args":{"agent_name":"billing"}}}`, "STOP")}
+			parts = []string{`{"functionCall":{"name":"transfer_to_agent","args":{"agent_name":"billing"}}}`}
 		case strings.Contains(system, "You are summarizer."):
-			chunks = []string{part(`{"text":"INV-7: 3 lines, "}`, ""), part(`{"text":"42.50 EUR."}`, "STOP")}
+			parts = []string{`{"text":"INV-7: 3 lines, "}`, `{"text":"42.50 EUR."}`}
 		case strings.Contains(system, "You are billing.") && answered:
-			chunks = []string{part(`{"text":"It is high because "}`, ""), part(`{"text":"of 3 lines."}`, "STOP")}
+			parts = []string{`{"text":"It is high because "}`, `{"text":"of 3 lines."}`}
 		case strings.Contains(system, "You are billing."):
-			chunks = []string{part(`{"functionCall":{"name":"summarizer","args":{"request":"Summarize INV-7"}}}`, "STOP")}
+			parts = []string{`{"functionCall":{"name":"summarizer","args":{"request":"Summarize INV-7"}}}`}
 		default:
 			http.Error(w, "unexpected caller", http.StatusBadRequest)
 			return
 		}
+		if !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+			// A whole answer (an agent called as a tool asks for one).
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, part(strings.Join(parts, ","), "STOP"))
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range chunks {
-			fmt.Fprintf(w, "data: %s\n\n", c)
+		for i, p := range parts {
+			finish := ""
+			if i == len(parts)-1 {
+				finish = "STOP"
+			}
+			fmt.Fprintf(w, "data: %s\n\n", part(p, finish))
 		}
 	})
 

@@ -27,6 +27,7 @@ type wireMessage struct {
 }
 
 type wireRequest struct {
+	Stream   bool          `json:"stream"`
 	Messages []wireMessage `json:"messages"`
 	Tools    []struct {
 		Function struct {
@@ -48,32 +49,60 @@ func TestTreeEndToEnd(t *testing.T) {
 		}
 		system, _ := req.Messages[0].Content.(string)
 		last := req.Messages[len(req.Messages)-1]
-		var chunks []string
+		var texts []string        // the answer, a chunk each when streamed
+		var id, name, args string // or a call, its arguments split over two chunks
 		switch {
 		case strings.Contains(system, "You are coordinator."):
-			chunks = []string{
-				delta(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_T1","type":"function","function":{"name":"transfer_to_agent","arguments":"{\"agent_"}}]}`, ""),
-				delta(`{"tool_calls":[{"index":0,"function":{"arguments":"name\":\"billing\"}"}}]}`, ""),
-				delta(`{}`, "tool_calls"),
-			}
+			id, name, args = "call_T1", "transfer_to_agent", `{"agent_name":"billing"}`
 		case strings.Contains(system, "You are summarizer."):
-			chunks = []string{delta(`{"content":"INV-7: 3 lines, "}`, ""), delta(`{"content":"42.50 EUR."}`, "stop")}
+			texts = []string{"INV-7: 3 lines, ", "42.50 EUR."}
 		case strings.Contains(system, "You are billing.") && last.Role == "tool":
-			chunks = []string{delta(`{"content":"It is high because "}`, ""), delta(`{"content":"of 3 lines."}`, "stop")}
+			texts = []string{"It is high because ", "of 3 lines."}
 		case strings.Contains(system, "You are billing."):
-			chunks = []string{
-				delta(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"summarizer","arguments":"{\"request\":\"Summarize INV-7\"}"}}]}`, ""),
-				delta(`{}`, "tool_calls"),
-			}
+			name, args = "summarizer", `{"request":"Summarize INV-7"}` // no id: the provider makes one
 		default:
 			http.Error(w, "unexpected caller", http.StatusBadRequest)
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range append(chunks, `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],
-			"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`) {
-			fmt.Fprintf(w, "data: %s\n\n", strings.ReplaceAll(c, "\n", ""))
+		finish := "stop"
+		if name != "" {
+			finish = "tool_calls"
 		}
+		call := func(arguments string) map[string]any {
+			c := map[string]any{"index": 0, "type": "function", "function": map[string]any{"name": name, "arguments": arguments}}
+			if id != "" {
+				c["id"] = id
+			}
+			return c
+		}
+		usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+		if !req.Stream {
+			// A whole answer (an agent called as a tool asks for one).
+			msg := map[string]any{"role": "assistant", "content": strings.Join(texts, "")}
+			if name != "" {
+				msg["content"], msg["tool_calls"] = nil, []any{call(args)}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(completion("chat.completion", map[string]any{"index": 0, "message": msg, "finish_reason": finish}, usage))
+			return
+		}
+		var deltas []map[string]any
+		for _, t := range texts {
+			deltas = append(deltas, map[string]any{"content": t})
+		}
+		if name != "" {
+			deltas = append(deltas, map[string]any{"role": "assistant", "tool_calls": []any{call(args[:len(args)/2])}},
+				map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": args[len(args)/2:]}}}})
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, d := range append(deltas, map[string]any{}) {
+			choice := map[string]any{"index": 0, "delta": d, "finish_reason": nil}
+			if i == len(deltas) {
+				choice["finish_reason"] = finish
+			}
+			fmt.Fprintf(w, "data: %s\n\n", completion("chat.completion.chunk", choice, nil))
+		}
+		fmt.Fprintf(w, "data: %s\n\n", completion("chat.completion.chunk", nil, usage))
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	})
 
@@ -121,10 +150,16 @@ func TestTreeEndToEnd(t *testing.T) {
 	}
 }
 
-func delta(d, finish string) string {
-	f := "null"
-	if finish != "" {
-		f = `"` + finish + `"`
+// completion is a chat.completion or chunk (object) with one choice, or
+// none, and a usage, or none.
+func completion(object string, choice, usage map[string]any) []byte {
+	c := map[string]any{"id": "x", "object": object, "created": 1, "model": "m", "choices": []any{}}
+	if choice != nil {
+		c["choices"] = []any{choice}
 	}
-	return `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + d + `,"finish_reason":` + f + `}]}`
+	if usage != nil {
+		c["usage"] = usage
+	}
+	b, _ := json.Marshal(c)
+	return b
 }

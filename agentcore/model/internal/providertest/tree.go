@@ -16,7 +16,8 @@ import (
 // tree whose agents all use llm: the coordinator, with billing as its
 // sub-agent; billing, with the summarizer agent as a tool. Each agent's
 // instruction is "You are <name>.", so the fake upstream tells the callers
-// apart by the system prompt. It must answer:
+// apart by the system prompt. It must answer, streamed or whole as asked
+// (the summarizer, called as a tool, asks for whole answers):
 //
 //   - coordinator: transfer_to_agent with agent_name "billing";
 //   - billing: a call of summarizer with request "Summarize INV-7";
