@@ -41,24 +41,9 @@ func TestJWTConfigEndToEnd(t *testing.T) {
 	if err := os.WriteFile(path, []byte(jwtConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan int, 1)
-	var stdout, stderr bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"-config", path, "-addr", "127.0.0.1:0"}, lookupFrom(map[string]string{"SECRET": testSecret}), &stdout, &stderr, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-done:
-		t.Fatalf("exited %d: %s", code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready")
-	}
+	gw := runGateway(t, []string{"-config", path, "-addr", "127.0.0.1:0"}, map[string]string{"SECRET": testSecret})
 	get := func(path, tok string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, gw.base+path, nil)
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
@@ -87,11 +72,9 @@ func TestJWTConfigEndToEnd(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Data) != 1 || list.Data[0].ID != "desk" {
 		t.Errorf("/v1/models with a token: %d %s", code, body)
 	}
-	if strings.Contains(stdout.String(), testSecret) || strings.Contains(stdout.String(), tok) {
-		t.Errorf("the logs carry the secret or the token:\n%s", stdout.String())
+	if strings.Contains(gw.stdout.String(), testSecret) || strings.Contains(gw.stdout.String(), tok) {
+		t.Errorf("the logs carry the secret or the token:\n%s", gw.stdout.String())
 	}
-	cancel()
-	<-done
 }
 
 func TestBadJWTConfigExitsTwo(t *testing.T) {

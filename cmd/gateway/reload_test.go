@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,27 +33,6 @@ agents:
 models: [{id: front, agent: front}]
 `
 
-// startAt runs the gateway on the config file at path until the test ends.
-func startAt(t *testing.T, path string) *toolsGateway {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	gw := &toolsGateway{cancel: cancel, done: make(chan int, 1)}
-	t.Cleanup(func() { gw.stop(t) })
-	ready := make(chan string, 1)
-	go func() {
-		gw.done <- run(ctx, []string{"-config", path, "-addr", "127.0.0.1:0"}, lookupFrom(nil), &gw.stdout, &gw.stderr, ready)
-	}()
-	select {
-	case addr := <-ready:
-		gw.base = "http://" + addr
-	case code := <-gw.done:
-		t.Fatalf("exited %d: %s", code, gw.stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready")
-	}
-	return gw
-}
-
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	// Write beside and rename, as editors and Kubernetes do.
@@ -80,13 +58,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // startFront runs two remote analysts (A and B) and a front whose config
 // file (at path) points its analyst at A.
-func startFront(t *testing.T, watch bool) (front, a, b *toolsGateway, path string) {
+func startFront(t *testing.T, watch bool) (front, a, b *testGateway, path string) {
 	t.Helper()
-	a = runToolsGateway(t, fmt.Sprintf(remoteAnalystConfig, "A"), nil)
-	b = runToolsGateway(t, fmt.Sprintf(remoteAnalystConfig, "B"), nil)
+	a = runConfig(t, fmt.Sprintf(remoteAnalystConfig, "A"), nil)
+	b = runConfig(t, fmt.Sprintf(remoteAnalystConfig, "B"), nil)
 	path = filepath.Join(t.TempDir(), "config.yaml")
 	writeFile(t, path, fmt.Sprintf(frontConfig, a.base, watch, "https://one.example"))
-	return startAt(t, path), a, b, path
+	return runGateway(t, []string{"-config", path, "-addr", "127.0.0.1:0"}, nil), a, b, path
 }
 
 // The config file is watched: a new endpoint for a remote agent applies to

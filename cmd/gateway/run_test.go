@@ -8,12 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-func lookupFrom(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
 
 func TestBadConfigExitsTwoNamingEachKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
@@ -52,22 +47,8 @@ models: [{id: desk, agent: desk}]
 // The flag beats the environment, which beats the file; the default config
 // serves offline; cancelling stops it with status 0.
 func TestRunServesDefaultConfig(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan int, 1)
-	var stdout, stderr bytes.Buffer
-	env := lookupFrom(map[string]string{"AGENTGATE_CONFIG": "../../config.yaml", "AGENTGATE_ADDR": "127.0.0.1:1"})
-	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, env, &stdout, &stderr, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-done:
-		t.Fatalf("exited %d: %s", code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready")
-	}
-	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+	gw := runGateway(t, []string{"-addr", "127.0.0.1:0"}, map[string]string{"AGENTGATE_CONFIG": "../../config.yaml", "AGENTGATE_ADDR": "127.0.0.1:1"})
+	resp, err := http.Post(gw.base+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"support-desk","messages":[{"role":"user","content":"hello"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +57,5 @@ func TestRunServesDefaultConfig(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("status %d", resp.StatusCode)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("did not stop")
-	}
+	gw.stop(t)
 }

@@ -152,24 +152,6 @@ func (f *fakeOpenAI) requests() []map[string]any {
 	return append([]map[string]any(nil), f.reqs...)
 }
 
-// syncBuffer is a log sink safe for the logger and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 const toolsConfig = `
 server:
   shutdown_grace: 5s
@@ -227,58 +209,6 @@ models:
   - {id: desk, agent: desk}
   - {id: upstreamed, agent: upstreamed}
 `
-
-// toolsGateway is the gateway run (as main does) on a config file.
-type toolsGateway struct {
-	base           string
-	stdout, stderr syncBuffer
-	cancel         context.CancelFunc
-	done           chan int
-}
-
-// runToolsGateway writes cfg to a file and runs the gateway on it until
-// stop (or the end of the test).
-func runToolsGateway(t *testing.T, cfg string, env map[string]string) *toolsGateway {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gw := &toolsGateway{cancel: cancel, done: make(chan int, 1)}
-	t.Cleanup(func() { gw.stop(t) })
-	ready := make(chan string, 1)
-	go func() {
-		gw.done <- run(ctx, []string{"-config", path, "-addr", "127.0.0.1:0"}, lookupFrom(env), &gw.stdout, &gw.stderr, ready)
-	}()
-	select {
-	case addr := <-ready:
-		gw.base = "http://" + addr
-	case code := <-gw.done:
-		t.Fatalf("exited %d: %s", code, gw.stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready")
-	}
-	return gw
-}
-
-// stop cancels the run and checks that it ends with status 0.
-func (gw *toolsGateway) stop(t *testing.T) {
-	t.Helper()
-	if gw.done == nil {
-		return
-	}
-	gw.cancel()
-	select {
-	case code := <-gw.done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, gw.stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Error("no exit after cancel")
-	}
-	gw.done = nil
-}
 
 // toolsChat sends one user message and returns the assistant's text.
 func toolsChat(t *testing.T, base, model, session, text string, metadata map[string]string) string {
@@ -357,7 +287,7 @@ func TestToolSourcesEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(toolsConfig, upSrv.URL, ordersSrv.URL, calc.addr, bin, petstore, petsSrv.URL)
-	gw := runToolsGateway(t, cfg, map[string]string{"ORDERS_TOKEN": "orders-secret", "OPENAI_API_KEY": "must-not-leak", "PATH": os.Getenv("PATH")})
+	gw := runConfig(t, cfg, map[string]string{"ORDERS_TOKEN": "orders-secret", "OPENAI_API_KEY": "must-not-leak", "PATH": os.Getenv("PATH")})
 	base, stdout := gw.base, &gw.stdout
 
 	t.Run("http tool", func(t *testing.T) {
@@ -551,7 +481,7 @@ agents:
 models:
   - {id: researcher, agent: researcher}
 `, gem.URL)
-	gw := runToolsGateway(t, cfg, nil)
+	gw := runConfig(t, cfg, nil)
 	if got := toolsChat(t, gw.base, "researcher", "", "what happened today?", nil); got != "grounded answer" {
 		t.Errorf("reply = %q", got)
 	}
