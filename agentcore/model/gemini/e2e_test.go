@@ -73,12 +73,8 @@ func TestTreeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providertest.Tree(t, p.Model("gemini-test"))
-
+	providertest.Tree(t, up, p.Model("gemini-test"))
 	seen := providertest.Bodies[wireRequest](t, up)
-	if len(seen) != 4 {
-		t.Fatalf("upstream got %d requests, want 4 (coordinator, billing, summarizer, billing)", len(seen))
-	}
 	var enum []any
 	for _, tl := range seen[0].Tools {
 		for _, fd := range tl.FunctionDeclarations {

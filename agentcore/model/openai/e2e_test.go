@@ -110,12 +110,8 @@ func TestTreeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providertest.Tree(t, p.Model("gpt-test"))
-
+	providertest.Tree(t, up, p.Model("gpt-test"))
 	seen := providertest.Bodies[wireRequest](t, up)
-	if len(seen) != 4 {
-		t.Fatalf("upstream got %d requests, want 4 (coordinator, billing, summarizer, billing)", len(seen))
-	}
 	// The coordinator was offered the transfer tool with billing in its enum.
 	var enum []any
 	for _, tl := range seen[0].Tools {

@@ -25,10 +25,11 @@ import (
 //   - billing, given the summarizer's result: "It is high because " then
 //     "of 3 lines.";
 //
-// each time with a usage of 10 prompt and 12 total tokens. Tree checks the
-// transfer, what the agents said and the usage summed over the four calls;
-// the caller checks what went upstream.
-func Tree(t *testing.T, llm model.LLM) {
+// each time with a usage of 10 prompt and 12 total tokens. llm's provider
+// sends to up. Tree checks the transfer, what the agents said, the usage
+// summed over the four calls and that up got four requests (coordinator,
+// billing, summarizer, billing); the caller checks what they carried.
+func Tree(t *testing.T, up *Upstream, llm model.LLM) {
 	t.Helper()
 	agent := func(cfg agentcore.LlmConfig) *agentcore.LlmAgent {
 		cfg.Model, cfg.Instruction = llm, "You are "+cfg.Name+"."
@@ -80,5 +81,8 @@ func Tree(t *testing.T, llm model.LLM) {
 	}
 	if got := run.Usage(); got == nil || got.TotalTokenCount != 4*12 || got.PromptTokenCount != 4*10 {
 		t.Errorf("usage over the tree = %+v, want 4 calls of 10 prompt and 12 total tokens", got)
+	}
+	if n := len(up.Requests()); n != 4 {
+		t.Fatalf("upstream got %d requests, want 4 (coordinator, billing, summarizer, billing)", n)
 	}
 }
