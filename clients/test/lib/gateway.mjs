@@ -1,164 +1,31 @@
-// Builds cmd/gateway once, starts it on a free port with a config, waits for
-// /healthz, keeps its JSON log lines, and stops it.
-import { spawn, execFile } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// The gateway these suites run: the repository's shared launcher
+// (testing/node/gateway.mjs) on the demo config, which must stop cleanly.
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 
-const execFileP = promisify(execFile);
+import { Gateway as Launcher, repoDir } from '../../../testing/node/gateway.mjs';
 
-/** clients/ (this package's root). */
-export const clientsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** The repository root. */
-export const repoDir = path.resolve(clientsDir, '..');
-
-export class Gateway {
+export class Gateway extends Launcher {
   /**
    * @param {object} [opts]
    * @param {string} [opts.config] config file; default AGENTGATE_TEST_CONFIG or the repo's config.yaml
    */
   constructor(opts = {}) {
+    super({ tmpPrefix: 'agentgate-clients-' });
     this.config = path.resolve(repoDir, opts.config ?? process.env.AGENTGATE_TEST_CONFIG ?? 'config.yaml');
-    /** @type {object[]} parsed JSON log lines from stdout */
-    this.logs = [];
-    /** @type {string[]} raw stderr lines */
-    this.stderr = [];
-    this.logWaiters = new Set();
   }
 
-  /** go build -o <tmpdir>/agentgate ../cmd/gateway, run from clients/. */
-  async build() {
-    this.dir = await mkdtemp(path.join(tmpdir(), 'agentgate-clients-'));
-    this.bin = path.join(this.dir, 'agentgate');
-    const started = Date.now();
-    await execFileP('go', ['build', '-o', this.bin, '../cmd/gateway'], {
-      cwd: clientsDir,
-      maxBuffer: 16 << 20,
-      env: process.env,
-    });
-    this.buildMs = Date.now() - started;
-  }
-
-  /** Starts the binary on 127.0.0.1:0, learns the port from its start-up log line, waits for /healthz. */
+  /** Starts the gateway on the config; baseURL is its OpenAI surface. */
   async start() {
-    const env = { ...process.env };
-    // The demo config must not switch to Redis because the developer's shell has REDIS_URL.
-    delete env.REDIS_URL;
-    delete env.AGENTGATE_ADDR;
-    delete env.AGENTGATE_CONFIG;
-    this.proc = spawn(this.bin, ['-config', this.config, '-addr', '127.0.0.1:0'], {
-      cwd: repoDir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.exited = new Promise((resolve) => this.proc.once('exit', (code, signal) => resolve({ code, signal })));
-    // Never leave the gateway behind, even if the test process ends abruptly.
-    const proc = this.proc;
-    process.once('exit', () => proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL'));
-    // AGENTGATE_TEST_LOG=<file> keeps everything the gateway printed.
-    const keep = process.env.AGENTGATE_TEST_LOG ? createWriteStream(process.env.AGENTGATE_TEST_LOG) : null;
-    this.proc.once('close', () => keep?.end());
-    createInterface({ input: this.proc.stderr }).on('line', (l) => {
-      this.stderr.push(l);
-      if (keep && !keep.writableEnded) keep.write(`${l}\n`);
-    });
-
-    const listening = new Promise((resolve, reject) => {
-      createInterface({ input: this.proc.stdout }).on('line', (line) => {
-        if (keep && !keep.writableEnded) keep.write(`${line}\n`);
-        let entry;
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          entry = { msg: line };
-        }
-        this.logs.push(entry);
-        if (entry.msg === 'agentgate listening') resolve(entry.addr);
-        for (const w of this.logWaiters) w();
-      });
-      this.exited.then(({ code, signal }) =>
-        reject(new Error(`gateway exited during start-up (code ${code}, signal ${signal}):\n${this.stderr.join('\n')}`)),
-      );
-    });
-    const addr = await withTimeout(listening, 10_000, 'gateway did not log "agentgate listening"');
-    this.origin = `http://${addr}`;
+    await super.start(this.config);
     this.baseURL = `${this.origin}/v1`;
-
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        const res = await fetch(`${this.origin}/healthz`);
-        if (res.ok) break;
-      } catch {
-        // not accepting yet
-      }
-      if (Date.now() > deadline) throw new Error(`gateway at ${this.origin} never answered /healthz`);
-      await sleep(50);
-    }
   }
 
-  /**
-   * Waits for the first log entry matching pred (already logged or still to come).
-   * @param {(entry: object) => boolean} pred
-   */
-  async waitForLog(pred, timeoutMs = 5_000) {
-    const found = this.logs.find(pred);
-    if (found) return found;
-    let waiter;
-    const p = new Promise((resolve) => {
-      waiter = () => {
-        const e = this.logs.find(pred);
-        if (e) resolve(e);
-      };
-      this.logWaiters.add(waiter);
-    });
-    try {
-      return await withTimeout(p, timeoutMs, 'no matching gateway log entry');
-    } finally {
-      this.logWaiters.delete(waiter);
-    }
-  }
-
-  /**
-   * SIGTERM (graceful shutdown), SIGKILL after 5 s; removes the temporary
-   * directory. Returns how the process ended; throws if it had died before.
-   */
+  /** Stops the gateway (see Launcher.stop); throws if it had died before. */
   async stop() {
-    let status;
-    if (this.proc) {
-      const diedEarly = this.proc.exitCode !== null || this.proc.signalCode !== null;
-      if (diedEarly) {
-        status = await this.exited;
-        status.early = true;
-      } else {
-        this.proc.kill('SIGTERM');
-        const timer = setTimeout(() => this.proc.kill('SIGKILL'), 5_000);
-        status = await this.exited;
-        clearTimeout(timer);
-      }
-    }
-    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    const status = await super.stop();
     if (status?.early) {
       throw new Error(`the gateway died during the tests (code ${status.code}, signal ${status.signal}):\n${this.stderr.join('\n')}`);
     }
     return status;
   }
-}
-
-export function sleep(ms) {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-export function withTimeout(promise, ms, message) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${message} (after ${ms} ms)`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
