@@ -3,6 +3,7 @@ package agentcore
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 )
 
 // Context-carried log attributes. The gateway attaches the request id, the
@@ -21,15 +22,64 @@ type logAttrsKey struct{}
 // carries replaces it (a sub-conversation's session_id replaces its
 // parent's).
 func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
-	old, _ := ctx.Value(logAttrsKey{}).([]slog.Attr)
+	return context.WithValue(ctx, logAttrsKey{}, merged(LogAttrs(ctx), attrs))
+}
+
+// merged returns old with attrs added, replacing those of the same keys,
+// in a new slice.
+func merged(old, attrs []slog.Attr) []slog.Attr {
 	out := make([]slog.Attr, 0, len(old)+len(attrs))
 	for _, a := range old {
 		if !hasKey(attrs, a.Key) {
 			out = append(out, a)
 		}
 	}
-	out = append(out, attrs...)
-	return context.WithValue(ctx, logAttrsKey{}, out)
+	return append(out, attrs...)
+}
+
+// LogAttrSet holds log attributes that grow while a context lives: a
+// request's middleware makes one (WithLogAttrSet) and its handler adds the
+// model, the session and the invocation as it learns them, without a new
+// context (and request) each time. Records logged with the context carry
+// what the set holds when they are logged; a context derived with
+// WithLogAttrs carries what the set held then, plus its own. Safe for
+// concurrent use.
+type LogAttrSet struct {
+	attrs atomic.Pointer[[]slog.Attr] // replaced, never modified
+}
+
+// WithLogAttrSet returns a context whose log records carry the attributes
+// ctx carries now and those later added to the returned set.
+func WithLogAttrSet(ctx context.Context) (context.Context, *LogAttrSet) {
+	set := &LogAttrSet{}
+	if old := LogAttrs(ctx); len(old) > 0 {
+		set.attrs.Store(&old)
+	}
+	return context.WithValue(ctx, logAttrsKey{}, set), set
+}
+
+// LogAttrSetOf returns the set ctx's log attributes come from, if they come
+// from one (and not from a later WithLogAttrs).
+func LogAttrSetOf(ctx context.Context) (*LogAttrSet, bool) {
+	set, ok := ctx.Value(logAttrsKey{}).(*LogAttrSet)
+	return set, ok
+}
+
+// Add adds attrs, replacing attributes of the same keys. Adds are not
+// meant to race with each other (one request's handler makes them); reads
+// may happen at any time.
+func (s *LogAttrSet) Add(attrs ...slog.Attr) {
+	out := merged(s.Attrs(), attrs)
+	s.attrs.Store(&out)
+}
+
+// Attrs returns the attributes held now, oldest first. The slice is
+// shared: callers must not modify it.
+func (s *LogAttrSet) Attrs() []slog.Attr {
+	if p := s.attrs.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func hasKey(attrs []slog.Attr, key string) bool {
@@ -44,8 +94,13 @@ func hasKey(attrs []slog.Attr, key string) bool {
 // LogAttrs returns the log attributes ctx carries, oldest first. The slice
 // is shared: callers must not modify it.
 func LogAttrs(ctx context.Context) []slog.Attr {
-	attrs, _ := ctx.Value(logAttrsKey{}).([]slog.Attr)
-	return attrs
+	switch v := ctx.Value(logAttrsKey{}).(type) {
+	case []slog.Attr:
+		return v
+	case *LogAttrSet:
+		return v.Attrs()
+	}
+	return nil
 }
 
 // NewLogHandler wraps h so that every record logged with a context carries

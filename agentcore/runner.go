@@ -80,6 +80,19 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	return &Runner{cfg: cfg, index: ix, svc: svc}, nil
 }
 
+// WithSessions returns a runner of the same tree and settings whose turns
+// keep their sessions in store and start at the root agent when
+// routeToRoot is set (a stateless request runs on a throwaway in-memory
+// store). The tree is not validated and indexed again: NewRunner did that
+// once, and the index is only read.
+func (r *Runner) WithSessions(store sessions.Service, routeToRoot bool) *Runner {
+	cfg := r.cfg
+	cfg.Sessions, cfg.RouteToRoot = store, routeToRoot
+	svc := *r.svc
+	svc.sessions = store
+	return &Runner{cfg: cfg, index: r.index, svc: &svc}
+}
+
 // Root returns the tree's root agent.
 func (r *Runner) Root() Agent { return r.cfg.Agent }
 

@@ -28,6 +28,9 @@ func (e *MissingStateError) Error() string {
 // {artifact.name} (or {artifact.name?}) with the artifact's content. Bodies
 // that are not state names, such as {"a": 1}, {1, 2} or { }, stay as written.
 func InjectState(ctx context.Context, cc *CallbackContext, template string) (string, error) {
+	if !strings.Contains(template, "{") {
+		return template, nil // nothing to replace: skip the regexp
+	}
 	var firstErr error
 	out := placeholderRE.ReplaceAllStringFunc(template, func(m string) string {
 		if firstErr != nil {

@@ -265,7 +265,7 @@ func describeCall(fc *genai.FunctionCall) string {
 type taskRecorder struct {
 	invID    string
 	text     strings.Builder
-	streamed map[string]string
+	streamed map[string]*strings.Builder // text of partials, by author and branch
 	errMsg   string
 	paused   []*genai.FunctionCall
 }
@@ -286,12 +286,17 @@ func (r *taskRecorder) event(ev *sessions.Event) string {
 		return ""
 	}
 	if r.streamed == nil {
-		r.streamed = map[string]string{}
+		r.streamed = map[string]*strings.Builder{}
 	}
 	key := ev.Author + "\x00" + ev.Branch
 	text := ev.Text()
 	if ev.Partial {
-		r.streamed[key] += text
+		sent := r.streamed[key]
+		if sent == nil {
+			sent = &strings.Builder{}
+			r.streamed[key] = sent
+		}
+		sent.WriteString(text)
 		return text
 	}
 	if ev.ErrorCode != "" {
@@ -303,7 +308,7 @@ func (r *taskRecorder) event(ev *sessions.Event) string {
 	if !ok {
 		return text
 	}
-	if rest, ok := strings.CutPrefix(text, sent); ok {
+	if rest, ok := strings.CutPrefix(text, sent.String()); ok {
 		return rest
 	}
 	return ""

@@ -33,7 +33,7 @@ func (s *Server) newSnapshot(cat *spec.Catalog) (*snapshot, error) {
 		for shown, act := range a.ClientActions {
 			names[act.Name] = shown
 		}
-		snap.apps[a.ID] = &app{App: a, runner: r, clientNames: names}
+		snap.apps[a.ID] = &app{App: a, runner: r, clientNames: names, encoderTools: encoderTools(names)}
 	}
 	return snap, nil
 }

@@ -255,7 +255,7 @@ func (s *Server) nativeRunSSE(c *gin.Context) {
 	var w *sseWriter
 	start := func() {
 		if w == nil {
-			w = startSSE(c.Writer, nil)
+			w = newSSE(c.Writer, nil) // flushed with the first frame
 		}
 	}
 	err := pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {

@@ -84,8 +84,13 @@ func noteModel(c *gin.Context, id string) {
 }
 
 // annotate adds attributes to every later log record of the request, the
-// access log line included.
+// access log line included: to the request's attribute set (see
+// requestID), else through a new context.
 func annotate(c *gin.Context, attrs ...slog.Attr) {
+	if set, ok := agentcore.LogAttrSetOf(c.Request.Context()); ok {
+		set.Add(attrs...)
+		return
+	}
 	c.Request = c.Request.WithContext(agentcore.WithLogAttrs(c.Request.Context(), attrs...))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -307,11 +308,7 @@ func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (str
 func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []openaiwire.ChatMessage, user string) error {
 	a := turn.app
 	eph := sessions.NewMemoryService(sessions.MemoryConfig{Now: s.cfg.Now})
-	runner, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: eph, Artifacts: s.cfg.Artifacts,
-		Memory: s.cfg.Memory, RouteToRoot: true, Now: s.cfg.Now, NewID: s.cfg.NewID, Observer: s.cfg.Observer})
-	if err != nil {
-		return err
-	}
+	runner := a.runner.WithSessions(eph, true) // the app's tree, indexed once
 	sid := tmpSessionPrefix + uuid.NewString()
 	sess, err := eph.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid})
 	if err != nil {
@@ -393,15 +390,26 @@ func copySessions(ctx context.Context, from *sessions.MemoryService, to sessions
 	return nil
 }
 
-// encoderFor configures the chunk encoder of a turn.
-func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
+// encoderTools maps the client actions every turn of an app may show
+// (the runtime's own and the app's, by their runtime names) to the names
+// clients see; built once per app.
+func encoderTools(clientNames map[string]string) map[string]string {
 	names := map[string]string{agentcore.GetUserChoiceToolName: agentcore.GetUserChoiceToolName,
 		agentcore.RequestConfirmationToolName: agentcore.RequestConfirmationToolName, a2a.InputRequiredToolName: a2a.InputRequiredToolName}
-	for _, d := range turn.req.ClientTools {
-		names[d.Name] = d.Name
-	}
-	for runtime, shown := range turn.app.clientNames {
-		names[runtime] = shown
+	maps.Copy(names, clientNames)
+	return names
+}
+
+// encoderFor configures the chunk encoder of a turn.
+func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
+	names := turn.app.encoderTools // read only
+	if len(turn.req.ClientTools) > 0 {
+		names = maps.Clone(names)
+		for _, d := range turn.req.ClientTools {
+			if _, action := turn.app.clientNames[d.Name]; !action {
+				names[d.Name] = d.Name
+			}
+		}
 	}
 	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
 		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names})
@@ -446,48 +454,51 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 	var w *sseWriter
 	start := func() {
 		if w == nil {
-			hdr := map[string]string{}
+			var hdr map[string]string
 			if turn.echoSession {
-				hdr["X-Session-Id"] = turn.sessionID
+				hdr = map[string]string{"X-Session-Id": turn.sessionID}
 			}
-			w = startSSE(c.Writer, hdr)
+			// The headers go out with the first frame, in one flush.
+			w = newSSE(c.Writer, hdr)
 		}
 	}
-	write := func(chunks []openaiwire.ChatCompletionChunk) error {
-		for _, ch := range chunks {
-			b, err := openaiwire.Frame(ch)
-			if err != nil {
-				return err
-			}
-			start()
-			if err := w.frame(b); err != nil {
+	// write sends an event's chunks, and then tail, in one write and one
+	// flush: a delta goes out as soon as it exists.
+	var buf []byte
+	write := func(chunks []openaiwire.ChatCompletionChunk, tail string) error {
+		buf = buf[:0]
+		for i := range chunks {
+			var err error
+			if buf, err = openaiwire.AppendChunkFrame(buf, &chunks[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		buf = append(buf, tail...)
+		if len(buf) == 0 {
+			return nil
+		}
+		start()
+		return w.frame(buf)
 	}
 	err = pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
 		vis, err := visibleEvent(ev, run.InvocationID())
 		if err != nil || vis == nil {
 			return err
 		}
-		return write(enc.Event(vis))
+		return write(enc.Event(vis), "")
 	}, func() error {
 		start()
 		return w.comment("keepalive")
 	})
 	if err == nil {
 		if err = s.afterRun(ctx, turn, enc.ToolCalls()); err == nil {
+			var chunks []openaiwire.ChatCompletionChunk
 			if w == nil {
 				// Nothing was shown yet (a silent turn): still open with
 				// the role chunk so clients see a well-formed response.
-				err = write(enc.Start(run.StartAgent(), run.InvocationID()))
+				chunks = enc.Start(run.StartAgent(), run.InvocationID())
 			}
-			if err == nil {
-				err = write(enc.Finish(run.Usage()))
-			}
-			if err == nil {
-				_ = w.frame([]byte(openaiwire.DoneFrame))
+			if err = write(append(chunks, enc.Finish(run.Usage())...), openaiwire.DoneFrame); err == nil {
 				annotateRun(c, run)
 				return
 			}
@@ -503,8 +514,7 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 		writeOpenAIError(c, ae)
 		return
 	}
-	_ = w.frame(openaiwire.ErrorFrame(toWire(ae)))
-	_ = w.frame([]byte(openaiwire.DoneFrame))
+	_ = w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
 }
 
 func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
@@ -545,7 +555,12 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	if comp.Agentgate.Author == "" {
 		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
 	}
-	c.JSON(http.StatusOK, comp)
+	body, err := openaiwire.AppendCompletion(make([]byte, 0, 1024), comp)
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
 }
 
 // chatError maps an error of a chat turn; a response for an unknown tool

@@ -87,6 +87,9 @@ type app struct {
 	runner *agentcore.Runner
 	// clientNames maps runtime action names to the names clients see.
 	clientNames map[string]string
+	// encoderTools is the chunk encoder's ClientTools for a turn without
+	// request tools (see encoderFor); never modified.
+	encoderTools map[string]string
 }
 
 // New validates cfg and builds the server and its routes.
@@ -202,7 +205,11 @@ func (s *Server) requestID(c *gin.Context) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	c.Set(ctxRequestID, id)
-	annotate(c, slog.String("request_id", id))
+	// The request's log attributes live in one set, which annotate adds
+	// to: one new context per request, not one per attribute.
+	ctx, set := agentcore.WithLogAttrSet(c.Request.Context())
+	set.Add(slog.String("request_id", id))
+	c.Request = c.Request.WithContext(ctx)
 	c.Header("X-Request-Id", id)
 	c.Next()
 }
@@ -238,8 +245,8 @@ func (s *Server) recovery(c *gin.Context) {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	s.log.InfoContext(c.Request.Context(), "request", "method", c.Request.Method, "route", c.FullPath(),
-		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", slog.String("method", c.Request.Method), slog.String("route", c.FullPath()),
+		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 }
 
 func (s *Server) cors(c *gin.Context) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -18,6 +19,14 @@ type sseWriter struct {
 // startSSE sends the status and streaming headers. extra headers are set
 // before the status goes out.
 func startSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
+	s := newSSE(w, extra)
+	_ = s.rc.Flush()
+	return s
+}
+
+// newSSE is startSSE without the flush: the headers go out with the first
+// frame.
+func newSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -28,9 +37,7 @@ func startSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
 		h.Set(k, v)
 	}
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	_ = s.rc.Flush()
-	return s
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
 }
 
 // data writes one "data: <payload>\n\n" frame and flushes it.
@@ -61,68 +68,78 @@ func (s *sseWriter) comment(text string) error {
 	return s.rc.Flush()
 }
 
-// pump ranges over a run's events on its own goroutine and hands each to
-// onEvent on the caller's goroutine; onIdle runs whenever interval passes
-// without an event. It returns the run's error, onEvent's error, or the
-// cause of ctx ending. cancel must cancel the context the run was started
-// with: pump calls it and waits for the producer before returning, so no
-// goroutine outlives it.
+// pump ranges over a run's events on the caller's goroutine and hands each
+// to onEvent; onIdle runs (on a timer's goroutine, never at the same time
+// as onEvent) whenever interval passes without an event or keepalive. It
+// returns the run's error, onEvent's or onIdle's error, or the cause of ctx
+// ending; once ctx has ended no event reaches onEvent. cancel must cancel
+// the context the run was started with: pump calls it before returning,
+// and no onIdle runs after pump returns.
+//
+// Events are handed over without a goroutine in between: a streamed answer
+// is one event per delta, and a channel hand-off per delta cost a goroutine
+// switch (and scheduling delay on a busy machine) each.
 func pump(ctx context.Context, cancel context.CancelFunc, events iter.Seq2[*sessions.Event, error], interval time.Duration,
 	onEvent func(*sessions.Event) error, onIdle func() error) error {
-	type item struct {
-		ev  *sessions.Event
-		err error
-	}
-	ch := make(chan item)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(ch)
-		for ev, err := range events {
-			select {
-			case ch <- item{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
+	var (
+		mu      sync.Mutex // serialises onEvent and onIdle; guards the rest
+		last    = time.Now()
+		stopped bool
+		idleErr error
+		timer   *time.Timer
+	)
+	mu.Lock()
+	timer = time.AfterFunc(interval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		if wait := interval - time.Since(last); wait > 0 {
+			timer.Reset(wait)
+			return
+		}
+		if err := onIdle(); err != nil {
+			idleErr, stopped = err, true
+			cancel()
+			return
+		}
+		last = time.Now()
+		timer.Reset(interval)
+	})
+	mu.Unlock()
 	defer func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		timer.Stop()
 		cancel()
-		for range ch {
-		}
-		<-done
 	}()
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for {
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				if ctx.Err() != nil {
-					return context.Cause(ctx)
-				}
-				return nil
-			}
-			if it.err != nil {
-				if ctx.Err() != nil {
-					return context.Cause(ctx)
-				}
-				return it.err
-			}
-			if err := onEvent(it.ev); err != nil {
-				return err
-			}
-			timer.Reset(interval)
-		case <-timer.C:
-			if err := onIdle(); err != nil {
-				return err
-			}
-			timer.Reset(interval)
-		case <-ctx.Done():
-			return context.Cause(ctx)
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if idleErr != nil {
+			return idleErr
+		}
+		return context.Cause(ctx)
+	}
+	for ev, err := range events {
+		if ctx.Err() != nil {
+			return failed()
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		err = onEvent(ev)
+		last = time.Now()
+		mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
+	if ctx.Err() != nil {
+		return failed()
+	}
+	return nil
 }

@@ -1,14 +1,27 @@
 package model
 
-import "google.golang.org/genai"
+import (
+	"strings"
+
+	"google.golang.org/genai"
+)
 
 // Aggregator folds the partial responses of one streamed turn into the single
 // final response. Consecutive text parts (and consecutive thought parts) are
 // joined; every other part is kept in order. Empty text parts are dropped.
 // The zero value is ready to use.
+//
+// The text of the run of parts being joined is collected in a builder and
+// put into the part by Final: joining by concatenation copied the whole
+// text so far (and the part) at every delta, quadratic in the answer's
+// length.
 type Aggregator struct {
 	parts []*genai.Part
 	last  *Response
+	// run holds the joined text of parts[len(parts)-1] while that is a
+	// text part other text may join (its Text is stale until Final).
+	run    strings.Builder
+	inText bool
 }
 
 // Add folds one partial response in.
@@ -29,25 +42,35 @@ func (a *Aggregator) Add(r *Response) {
 			if p.Text == "" && len(p.ThoughtSignature) == 0 {
 				continue
 			}
-			if n := len(a.parts); n > 0 {
-				prev := a.parts[n-1]
-				if prev.FunctionCall == nil && prev.Text != "" && prev.Thought == p.Thought && prev.InlineData == nil &&
-					prev.FileData == nil && prev.ExecutableCode == nil && prev.CodeExecutionResult == nil {
-					merged := *prev
-					merged.Text += p.Text
-					if len(p.ThoughtSignature) > 0 {
-						merged.ThoughtSignature = p.ThoughtSignature
-					}
-					a.parts[n-1] = &merged
-					continue
+			if a.inText && p.Thought == a.parts[len(a.parts)-1].Thought {
+				a.run.WriteString(p.Text)
+				if len(p.ThoughtSignature) > 0 {
+					a.parts[len(a.parts)-1].ThoughtSignature = p.ThoughtSignature
 				}
+				continue
 			}
+			a.closeRun()
 			cp := *p
 			a.parts = append(a.parts, &cp)
+			if cp.Text != "" {
+				a.inText = true
+				a.run.WriteString(cp.Text)
+			}
 			continue
 		}
+		a.closeRun()
 		a.parts = append(a.parts, p)
 	}
+}
+
+// closeRun puts the joined text into its part.
+func (a *Aggregator) closeRun() {
+	if !a.inText {
+		return
+	}
+	a.parts[len(a.parts)-1].Text = a.run.String()
+	a.run.Reset()
+	a.inText = false
 }
 
 // Final returns the aggregated non-partial response. finish and usage come
@@ -57,6 +80,7 @@ func (a *Aggregator) Final(finish genai.FinishReason, usage *genai.GenerateConte
 	if a.last != nil {
 		out.ModelVersion = a.last.ModelVersion
 	}
+	a.closeRun()
 	if len(a.parts) > 0 {
 		out.Content = &genai.Content{Role: genai.RoleModel, Parts: a.parts}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genai"
@@ -42,7 +43,7 @@ func ToContents(msgs []ChatMessage) (system string, contents []*genai.Content, e
 	var toolTurn *genai.Content // the content consecutive tool messages join
 	for i := range msgs {
 		m := &msgs[i]
-		param := fmt.Sprintf("messages[%d]", i)
+		param := "messages[" + strconv.Itoa(i) + "]"
 		if m.Role != RoleTool {
 			toolTurn = nil
 		}

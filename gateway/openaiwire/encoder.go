@@ -76,10 +76,10 @@ type Encoder struct {
 	cfg       EncoderConfig
 	roleSent  bool
 	finished  bool
-	ext       Extension          // author and invocation of the latest event
-	streamed  map[turnKey]string // text sent by partials of unfinished turns
-	seenCalls map[string]bool    // runtime ids of client calls already sent
-	lastEnd   genai.FinishReason // of the latest non-partial event that had one
+	ext       Extension                    // author and invocation of the latest event
+	streamed  map[turnKey]*strings.Builder // text sent by partials of unfinished turns
+	seenCalls map[string]bool              // runtime ids of client calls already sent
+	lastEnd   genai.FinishReason           // of the latest non-partial event that had one
 	calls     []EmittedToolCall
 	acc       Accumulator
 }
@@ -97,7 +97,7 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	if cfg.NewToolCallID == nil {
 		cfg.NewToolCallID = NewToolCallID
 	}
-	return &Encoder{cfg: cfg, streamed: map[turnKey]string{}, seenCalls: map[string]bool{}}
+	return &Encoder{cfg: cfg}
 }
 
 // Start returns the role chunk ({"role": "assistant", "content": ""}) so it
@@ -122,14 +122,22 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
 		if text := ev.Text(); text != "" {
-			e.streamed[key] += text
+			sent := e.streamed[key]
+			if sent == nil {
+				if e.streamed == nil {
+					e.streamed = map[turnKey]*strings.Builder{}
+				}
+				sent = &strings.Builder{}
+				e.streamed[key] = sent
+			}
+			sent.WriteString(text)
 			out = append(out, e.text(text))
 		}
 	} else {
 		text := ev.Text()
 		if sent, ok := e.streamed[key]; ok {
 			delete(e.streamed, key)
-			text = unsent(sent, text)
+			text = unsent(sent.String(), text)
 		}
 		if text != "" {
 			out = append(out, e.text(text))
@@ -173,6 +181,9 @@ func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCom
 	if fc.ID != "" {
 		if e.seenCalls[fc.ID] {
 			return nil
+		}
+		if e.seenCalls == nil {
+			e.seenCalls = map[string]bool{}
 		}
 		e.seenCalls[fc.ID] = true
 	}
@@ -351,8 +362,15 @@ func (a *Accumulator) Completion() *ChatCompletion {
 // DoneFrame ends every stream.
 const DoneFrame = "data: [DONE]\n\n"
 
-// Frame returns v as one server-sent event: "data: <json>\n\n".
+// Frame returns v as one server-sent event: "data: <json>\n\n". Chunks
+// go through AppendChunkFrame.
 func Frame(v any) ([]byte, error) {
+	switch c := v.(type) {
+	case ChatCompletionChunk:
+		return AppendChunkFrame(nil, &c)
+	case *ChatCompletionChunk:
+		return AppendChunkFrame(nil, c)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -103,6 +103,9 @@ func checkStream(t *testing.T, chunks []ChatCompletionChunk, includeUsage bool) 
 		if strings.Contains(string(b), `"error"`) {
 			t.Errorf("chunk %d has an error key: %s", i, b)
 		}
+		if f, err := Frame(c); err != nil || string(f) != "data: "+string(b)+"\n\n" {
+			t.Errorf("chunk %d: frame %q, %v; want json.Marshal's %s", i, f, err, b)
+		}
 		if len(c.Choices) == 0 {
 			if !includeUsage || c.Usage == nil || i != len(chunks)-1 {
 				t.Errorf("chunk %d: empty choices outside the final usage chunk", i)

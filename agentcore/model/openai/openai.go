@@ -172,7 +172,13 @@ type call struct {
 
 func (c *call) complete(ctx context.Context, params oai.ChatCompletionNewParams, yield func(*model.Response, error) bool) {
 	var raw *http.Response
-	out, err := c.p.chat.New(ctx, params, option.WithResponseInto(&raw))
+	// The body is left to us (see wire.go); openai-go still handles error
+	// statuses and retries.
+	if _, err := c.p.chat.New(ctx, params, option.WithResponseBodyInto(&raw)); err != nil {
+		yield(nil, c.failure(ctx, err, raw, false))
+		return
+	}
+	out, err := readCompletion(raw)
 	if err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return
@@ -188,17 +194,26 @@ func (c *call) complete(ctx context.Context, params oai.ChatCompletionNewParams,
 func (c *call) stream(ctx context.Context, params oai.ChatCompletionNewParams, yield func(*model.Response, error) bool) {
 	params.StreamOptions.IncludeUsage = oai.Bool(true)
 	var raw *http.Response
-	s := c.p.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
-	defer s.Close()
+	// What ChatCompletionService.NewStreaming does, with the events
+	// decoded by chunkStream (see wire.go).
+	_, err := c.p.chat.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
+	if err != nil {
+		if raw != nil && raw.Body != nil {
+			_ = raw.Body.Close()
+		}
+		yield(nil, c.failure(ctx, err, raw, false))
+		return
+	}
+	s := newChunkStream(raw)
+	defer s.close()
 	var st streamState
-	for s.Next() {
-		chunk := s.Current()
-		if r := st.add(&chunk); r != nil && !yield(r, nil) {
+	for s.next() {
+		if r := st.add(&s.cur); r != nil && !yield(r, nil) {
 			return
 		}
 	}
-	if err := s.Err(); err != nil {
-		yield(nil, c.failure(ctx, err, raw, st.produced))
+	if s.err != nil {
+		yield(nil, c.failure(ctx, s.err, raw, st.produced))
 		return
 	}
 	if st.finish == "" {

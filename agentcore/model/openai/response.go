@@ -6,17 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/respjson"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
 )
-
-// reasoningFields are the delta/message extensions OpenAI-compatible servers
-// (vLLM, DeepSeek, Ollama, ...) use for reasoning text; it becomes thought
-// parts.
-var reasoningFields = []string{"reasoning_content", "reasoning"}
 
 // streamState assembles one streamed turn: text goes out as partial
 // responses and into the aggregator; tool-call fragments are assembled by
@@ -33,12 +26,12 @@ type streamState struct {
 
 // add folds one chunk in and returns the partial response to yield, if the
 // chunk carried text.
-func (s *streamState) add(c *oai.ChatCompletionChunk) *model.Response {
+func (s *streamState) add(c *wireCompletion) *model.Response {
 	s.produced = true
 	if c.Model != "" {
 		s.version = c.Model
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		s.usage = usage(c.Usage)
 	}
 	var parts []*genai.Part
@@ -46,14 +39,15 @@ func (s *streamState) add(c *oai.ChatCompletionChunk) *model.Response {
 		if ch.Index != 0 {
 			continue // we ask for one choice
 		}
-		if t := extraString(ch.Delta.JSON.ExtraFields); t != "" {
+		// Reasoning text (vLLM, DeepSeek, Ollama, ...) becomes thought parts.
+		if t := ch.Delta.reasoning(); t != "" {
 			parts = append(parts, &genai.Part{Text: t, Thought: true})
 		}
 		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
 			parts = append(parts, &genai.Part{Text: t})
 		}
-		for _, tc := range ch.Delta.ToolCalls {
-			s.calls.add(tc)
+		for i := range ch.Delta.ToolCalls {
+			s.calls.add(&ch.Delta.ToolCalls[i])
 		}
 		if ch.FinishReason != "" {
 			s.finish = ch.FinishReason
@@ -81,13 +75,13 @@ func (s *streamState) final() *model.Response {
 }
 
 // completionResponse maps a non-streamed completion.
-func completionResponse(c *oai.ChatCompletion) (*model.Response, error) {
+func completionResponse(c *wireCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("the completion has no choices")
 	}
 	ch := c.Choices[0]
 	var parts []*genai.Part
-	if t := extraString(ch.Message.JSON.ExtraFields); t != "" {
+	if t := ch.Message.reasoning(); t != "" {
 		parts = append(parts, &genai.Part{Text: t, Thought: true})
 	}
 	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
@@ -107,7 +101,7 @@ func completionResponse(c *oai.ChatCompletion) (*model.Response, error) {
 		finish = "stop" // some servers leave it out of complete answers
 	}
 	var u *genai.GenerateContentResponseUsageMetadata
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		u = usage(c.Usage)
 	}
 	r := agg.Final(finishReason(finish), u)
@@ -147,7 +141,7 @@ func markProblems(r *model.Response, finish string, badCalls []string) {
 // usage maps token counts. CandidatesTokenCount is completion_tokens as
 // reported, reasoning tokens included; ThoughtsTokenCount repeats the
 // reasoning share.
-func usage(u oai.CompletionUsage) *genai.GenerateContentResponseUsageMetadata {
+func usage(u *wireUsage) *genai.GenerateContentResponseUsageMetadata {
 	return &genai.GenerateContentResponseUsageMetadata{
 		PromptTokenCount:        int32(u.PromptTokens),
 		CandidatesTokenCount:    int32(u.CompletionTokens),
@@ -155,24 +149,6 @@ func usage(u oai.CompletionUsage) *genai.GenerateContentResponseUsageMetadata {
 		ThoughtsTokenCount:      int32(u.CompletionTokensDetails.ReasoningTokens),
 		TotalTokenCount:         int32(u.TotalTokens),
 	}
-}
-
-// extraString returns the first reasoning extension field that holds a
-// non-empty JSON string.
-func extraString(extra map[string]respjson.Field) string {
-	for _, k := range reasoningFields {
-		f, ok := extra[k]
-		if !ok {
-			continue
-		}
-		// Extension fields are never "valid" to openai-go (nothing decodes
-		// them); their raw JSON is still there.
-		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // toolCalls assembles tool calls from fragments.
@@ -190,10 +166,10 @@ type toolCall struct {
 // same index; a fragment that arrives without an index continues the last
 // call. Servers that reuse an index for a new call (a new id, or a new name
 // after complete arguments) start a new call.
-func (t *toolCalls) add(d oai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (t *toolCalls) add(d *wireToolCall) {
 	var c *toolCall
-	if d.JSON.Index.Valid() {
-		c = t.byIndex[d.Index]
+	if d.Index != nil {
+		c = t.byIndex[*d.Index]
 	} else if n := len(t.list); n > 0 {
 		c = t.list[n-1]
 	}
@@ -204,11 +180,11 @@ func (t *toolCalls) add(d oai.ChatCompletionChunkChoiceDeltaToolCall) {
 		c = &toolCall{}
 		t.list = append(t.list, c)
 	}
-	if d.JSON.Index.Valid() {
+	if d.Index != nil {
 		if t.byIndex == nil {
 			t.byIndex = map[int64]*toolCall{}
 		}
-		t.byIndex[d.Index] = c
+		t.byIndex[*d.Index] = c
 	}
 	if d.ID != "" {
 		c.id = d.ID

@@ -171,6 +171,16 @@ func TestStream(t *testing.T) {
 			},
 		},
 		{
+			name: "reasoning (Ollama, OpenRouter), and fields of unexpected types left empty",
+			chunks: []string{
+				chunk(`{"reasoning":"Hmm."}`, ""),
+				chunk(`{"reasoning":{"effort":"low"},"content":"Hi","extra":[1,2]}`, ""),
+				chunk(`{"content":[{"type":"text","text":"dropped"}]}`, ""),
+				chunk(`{"content":"!"}`, "stop"),
+			},
+			want: turn{Partials: []string{"thought:Hmm.", "Hi", "!"}, Text: "Hi!", Thought: "Hmm.", Finish: genai.FinishReasonStop, Version: v},
+		},
+		{
 			name:   "length",
 			chunks: []string{chunk(`{"content":"Once upon"}`, "length")},
 			want:   turn{Partials: []string{"Once upon"}, Text: "Once upon", Finish: genai.FinishReasonMaxTokens, Version: v},
@@ -302,6 +312,14 @@ func TestNonStreaming(t *testing.T) {
 			},
 		},
 		{
+			name: "reasoning_content, usage null, and a count of an unexpected type left out",
+			body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"logprobs":{"content":[]},
+				"message":{"role":"assistant","content":"ok","reasoning_content":"Easy.","annotations":[]},"finish_reason":"stop"}],
+				"usage":null,"usage":{"prompt_tokens":"3","completion_tokens":2,"total_tokens":5}}`,
+			want: turn{Text: "ok", Thought: "Easy.", Finish: genai.FinishReasonStop, Version: "m",
+				Usage: &genai.GenerateContentResponseUsageMetadata{CandidatesTokenCount: 2, TotalTokenCount: 5}},
+		},
+		{
 			name: "finish_reason left out",
 			body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`,
 			want: turn{Text: "ok", Finish: genai.FinishReasonStop, Version: "m"},
@@ -321,6 +339,38 @@ func TestNonStreaming(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, summarize(t, res)); diff != "" {
 				t.Errorf("turn (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUnreadableAnswer: a successful status with a body that is not a
+// chat completion is an upstream error, never an empty answer.
+func TestUnreadableAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		body   string
+		code   string
+	}{
+		{name: "HTML page", body: "<html>ok</html>", code: "upstream_error"},
+		{name: "empty body", body: "", code: "upstream_error"},
+		{name: "no choices", body: `{"id":"x","object":"chat.completion","model":"m","choices":[]}`, code: "upstream_error"},
+		{name: "stream of malformed JSON", stream: true, body: "data: {\"choices\":[\n\n", code: "upstream_error"},
+		{name: "malformed JSON after a chunk", stream: true,
+			body: "data: " + chunk(`{"content":"Hel"}`, "") + "\n\ndata: {oops}\n\n", code: "stream_cut"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+				}
+				_, _ = w.Write([]byte(tc.body))
+			})
+			res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, tc.stream)
+			me, ok := model.AsError(res.err)
+			if !ok || me.Code != tc.code || !me.Retryable {
+				t.Fatalf("err = %#v, want a retryable %s *model.Error", res.err, tc.code)
 			}
 		})
 	}

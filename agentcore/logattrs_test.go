@@ -1,0 +1,52 @@
+package agentcore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Records carry the context's attributes: a set's as they are when the
+// record is logged, a derived context's as they were when it was made plus
+// its own; a later attribute of the same key replaces the earlier.
+func TestLogAttrs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(NewLogHandler(slog.NewJSONHandler(&buf, nil)))
+	records := func() []map[string]any {
+		var out []map[string]any
+		dec := json.NewDecoder(&buf)
+		for dec.More() {
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				t.Fatal(err)
+			}
+			delete(m, "time")
+			out = append(out, m)
+		}
+		return out
+	}
+	base := WithLogAttrs(context.Background(), slog.String("a", "1"))
+	ctx, set := WithLogAttrSet(base)
+	if got, ok := LogAttrSetOf(ctx); !ok || got != set {
+		t.Fatal("LogAttrSetOf does not find the set")
+	}
+	set.Add(slog.String("request_id", "r1"))
+	derived := WithLogAttrs(ctx, slog.String("agent", "x"))
+	set.Add(slog.String("model", "m"), slog.String("a", "2"))
+	log.InfoContext(ctx, "live")
+	log.InfoContext(derived, "derived")
+	if _, ok := LogAttrSetOf(derived); ok {
+		t.Error("a derived context reports the set")
+	}
+	want := []map[string]any{
+		{"level": "INFO", "msg": "live", "request_id": "r1", "model": "m", "a": "2"},
+		{"level": "INFO", "msg": "derived", "a": "1", "request_id": "r1", "agent": "x"},
+	}
+	if diff := cmp.Diff(want, records()); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}

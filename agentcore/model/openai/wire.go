@@ -1,0 +1,161 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/openai/openai-go/v3/packages/ssestream"
+)
+
+// The response side of chat completions, decoded by this package.
+//
+// openai-go sends the request (body, auth, retries, error statuses), but a
+// successful body is read here, with encoding/json into the few fields the
+// provider uses: openai-go's own decoding (reflection per field and chunk,
+// and a metadata map for every object) was about half of the gateway's CPU
+// on a streamed turn. The structs are as lenient as openai-go's: a field of
+// an unexpected type is left empty instead of failing the call (see
+// decodeBody), and unknown fields are ignored.
+
+// wireCompletion is a chat.completion (non-streamed) or a
+// chat.completion.chunk (streamed; choices carry a delta instead of a
+// message).
+type wireCompletion struct {
+	Model   string       `json:"model"`
+	Choices []wireChoice `json:"choices"`
+	Usage   *wireUsage   `json:"usage"`
+	// Error is set (possibly to JSON null) by an in-band error event of a
+	// stream; openai-go ends such a stream with a *ssestream.StreamError.
+	Error json.RawMessage `json:"error"`
+}
+
+type wireChoice struct {
+	Index        int64       `json:"index"`
+	Message      wireMessage `json:"message"`
+	Delta        wireMessage `json:"delta"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+// wireMessage is a message or a delta. ReasoningContent and Reasoning are
+// the extensions OpenAI-compatible servers use for reasoning text.
+type wireMessage struct {
+	Content          string         `json:"content"`
+	Refusal          string         `json:"refusal"`
+	ReasoningContent string         `json:"reasoning_content"`
+	Reasoning        string         `json:"reasoning"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+}
+
+// reasoning returns the first non-empty reasoning extension.
+func (m *wireMessage) reasoning() string {
+	if m.ReasoningContent != "" {
+		return m.ReasoningContent
+	}
+	return m.Reasoning
+}
+
+// wireToolCall is a complete call (in a message) or a fragment of one (in
+// a delta; Index is nil when the server sent none).
+type wireToolCall struct {
+	Index    *int64 `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type wireUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// decodeBody decodes one JSON document into c. A value of the wrong type
+// (a number where a string belongs, an array of content parts, ...) leaves
+// its field empty and is not an error, as with openai-go; malformed JSON
+// is.
+func decodeBody(data []byte, c *wireCompletion) error {
+	err := json.Unmarshal(data, c)
+	if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return nil
+	}
+	return err
+}
+
+// readCompletion reads and decodes a non-streamed answer and closes the
+// body, so that the connection goes back to the pool.
+func readCompletion(resp *http.Response) (*wireCompletion, error) {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("error reading response body: %w", err)
+	}
+	var c wireCompletion
+	if err := decodeBody(data, &c); err != nil {
+		return nil, fmt.Errorf("error parsing response json: %w", err)
+	}
+	return &c, nil
+}
+
+// chunkStream reads a streamed answer: openai-go's server-sent-events
+// decoder frames the events, and each event's data is decoded here, with
+// the rules of openai-go's ssestream.Stream: "[DONE]" ends the stream, an
+// event with an "error" member ends it with a *ssestream.StreamError.
+type chunkStream struct {
+	dec ssestream.Decoder
+	cur wireCompletion
+	err error
+}
+
+func newChunkStream(resp *http.Response) *chunkStream {
+	return &chunkStream{dec: ssestream.NewDecoder(resp)}
+}
+
+var doneData = []byte("[DONE]")
+
+// next decodes the next chunk into s.cur; false at the end of the stream
+// or on an error (see err).
+func (s *chunkStream) next() bool {
+	if s.err != nil || s.dec == nil {
+		return false
+	}
+	if !s.dec.Next() {
+		s.err = s.dec.Err()
+		return false
+	}
+	ev := s.dec.Event()
+	if bytes.HasPrefix(ev.Data, doneData) {
+		return false
+	}
+	// The choices' array is reused from chunk to chunk, cleared: the
+	// decoder fills what it reuses without zeroing it.
+	choices := s.cur.Choices[:cap(s.cur.Choices)]
+	clear(choices)
+	s.cur = wireCompletion{Choices: choices[:0]}
+	if err := decodeBody(ev.Data, &s.cur); err != nil {
+		s.err = err
+		return false
+	}
+	if len(s.cur.Error) > 0 {
+		s.err = &ssestream.StreamError{Message: "received error while streaming: " + string(s.cur.Error), Event: ev}
+		return false
+	}
+	return true
+}
+
+func (s *chunkStream) close() {
+	if s.dec != nil {
+		_ = s.dec.Close()
+	}
+}

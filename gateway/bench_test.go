@@ -1,0 +1,153 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/openai"
+	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// What one /v1/chat/completions turn costs inside the gateway: the real
+// server with metrics and JSON info logs (to io.Discard), in-memory
+// sessions, and the openai provider whose HTTP client answers from memory
+// the way loadtest's mock upstream does (no network, no latency). The
+// request goes straight to ServeHTTP. Run with
+//
+//	go test -run '^$' -bench ChatTurn -benchmem ./gateway/
+
+// cannedTransport answers every chat completion with a text answer:
+// non-streamed in one JSON body, streamed as a role chunk, n content
+// deltas, a finish chunk, a usage chunk and [DONE].
+type cannedTransport struct {
+	complete, stream []byte
+}
+
+func newCannedTransport(n int) *cannedTransport {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = "tok" + strconv.Itoa(i) + " "
+	}
+	const usage = `{"prompt_tokens":12,"completion_tokens":8,"total_tokens":20}`
+	complete := `{"id":"chatcmpl-mock","object":"chat.completion","created":1700000000,"model":"pass","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"` + strings.Join(words, "") + `"},"finish_reason":"stop"}],"usage":` + usage + `}`
+	var s bytes.Buffer
+	head := `data: {"id":"chatcmpl-mock","object":"chat.completion.chunk","created":1700000000,"model":"pass","choices":`
+	frame := func(choices string) { s.WriteString(head + choices + "}\n\n") }
+	frame(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`)
+	for _, w := range words {
+		frame(`[{"index":0,"delta":{"content":"` + w + `"},"finish_reason":null}]`)
+	}
+	frame(`[{"index":0,"delta":{},"finish_reason":"stop"}]`)
+	frame(`[],"usage":` + usage)
+	s.WriteString("data: [DONE]\n\n")
+	return &cannedTransport{complete: []byte(complete), stream: s.Bytes()}
+}
+
+func (t *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	_ = r.Body.Close()
+	out, ct := t.complete, "application/json"
+	if bytes.Contains(body, []byte(`"stream":true`)) {
+		out, ct = t.stream, "text/event-stream"
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)),
+		Request: r}, nil
+}
+
+func newBenchGateway(b *testing.B) http.Handler {
+	b.Helper()
+	set := spec.Set{
+		Providers: []spec.Provider{{Name: "mock", Type: "openai"}},
+		Agents:    []spec.Agent{{Name: "pass", Model: "mock/pass", Description: "Answers directly.", Instruction: "Answer."}},
+		Models:    []spec.VirtualModel{{ID: "pass", Agent: "pass"}},
+	}
+	hc := &http.Client{Transport: newCannedTransport(20)}
+	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
+		"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
+			prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: "http://mock.invalid/v1", APIKey: "mock-key", MaxRetries: -1, HTTPClient: hc})
+			if err != nil {
+				return nil, err
+			}
+			return func(id string) (model.LLM, error) { return prov.Model(id), nil }, nil
+		},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mx, err := metrics.New(metrics.Config{Spec: set})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Metrics: mx,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkChatTurn(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		stream    bool
+		stateless bool
+	}{
+		{"nonstream/session", false, false},
+		{"stream/session", true, false},
+		{"nonstream/stateless", false, true},
+		{"stream/stateless", true, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			gw := newBenchGateway(b)
+			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[{"role":"user","content":"Hello, how are you?"}]}`, tc.stream))
+			want := []byte(`"finish_reason":"stop"`)
+			i := 0
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				i++
+				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if !tc.stateless {
+					req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
+				}
+				w := httptest.NewRecorder()
+				gw.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
+					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+				}
+			}
+			// The process's CPU time (GC workers included) per turn: on a
+			// shared machine it varies less than ns/op.
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package openaiwire
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendChunkFrame appends c as one server-sent event, "data: <json>\n\n",
+// to dst. The JSON is byte for byte what json.Marshal writes for c (the
+// tests hold it to that), written without reflection: a streamed answer
+// sends one chunk per delta.
+func AppendChunkFrame(dst []byte, c *ChatCompletionChunk) ([]byte, error) {
+	dst = append(dst, "data: "...)
+	logprobs := false
+	for i := range c.Choices {
+		logprobs = logprobs || c.Choices[i].Logprobs != nil
+	}
+	var err error
+	if dst, err = appendJSON(dst, c, logprobs, func(b []byte) []byte { return appendChunk(b, c) }); err != nil {
+		return dst, err
+	}
+	return append(dst, "\n\n"...), nil
+}
+
+// appendJSON appends v through write, or through json.Marshal when v holds
+// raw JSON (Logprobs, which the Encoder never sets: json.Marshal validates
+// and compacts it).
+func appendJSON(dst []byte, v any, raw bool, write func([]byte) []byte) ([]byte, error) {
+	if !raw {
+		return write(dst), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendHead writes the members every chunk and completion starts with,
+// up to the opening bracket of choices.
+func appendHead(b []byte, id, object string, created int64, model string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"object":`...)
+	b = appendString(b, object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = appendString(b, model)
+	return append(b, `,"choices":[`...)
+}
+
+// appendChunk writes c as ChatCompletionChunk.MarshalJSON does; choices'
+// Logprobs must be nil.
+func appendChunk(b []byte, c *ChatCompletionChunk) []byte {
+	b = appendHead(b, c.ID, orDefault(c.Object, ObjectChunk), c.Created, c.Model)
+	for i := range c.Choices {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendChunkChoice(b, &c.Choices[i])
+	}
+	b = append(b, ']')
+	if c.Usage != nil {
+		b = append(b, `,"usage":`...)
+		b = appendUsage(b, c.Usage)
+	}
+	b = appendExtension(b, &c.Agentgate)
+	return append(b, '}')
+}
+
+// AppendCompletion appends c as JSON to dst: byte for byte what
+// json.Marshal writes for it, without reflection.
+func AppendCompletion(dst []byte, c *ChatCompletion) ([]byte, error) {
+	logprobs := false
+	for i := range c.Choices {
+		logprobs = logprobs || c.Choices[i].Logprobs != nil
+	}
+	return appendJSON(dst, c, logprobs, func(b []byte) []byte { return appendCompletion(b, c) })
+}
+
+// appendCompletion writes c as ChatCompletion.MarshalJSON does; choices'
+// Logprobs must be nil.
+func appendCompletion(b []byte, c *ChatCompletion) []byte {
+	b = appendHead(b, c.ID, orDefault(c.Object, ObjectCompletion), c.Created, c.Model)
+	for i := range c.Choices {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		ch := &c.Choices[i]
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(ch.Index), 10)
+		b = append(b, `,"message":{"role":`...)
+		b = appendString(b, ch.Message.Role)
+		b = append(b, `,"content":`...)
+		b = appendStringOrNull(b, ch.Message.Content)
+		b = append(b, `,"refusal":`...)
+		b = appendStringOrNull(b, ch.Message.Refusal)
+		if len(ch.Message.ToolCalls) > 0 {
+			b = append(b, `,"tool_calls":[`...)
+			for j := range ch.Message.ToolCalls {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				tc := &ch.Message.ToolCalls[j]
+				b = append(b, `{"id":`...)
+				b = appendString(b, tc.ID)
+				b = append(b, `,"type":`...)
+				b = appendString(b, tc.Type)
+				b = append(b, `,"function":{"name":`...)
+				b = appendString(b, tc.Function.Name)
+				b = append(b, `,"arguments":`...)
+				b = appendString(b, tc.Function.Arguments)
+				b = append(b, "}}"...)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `},"logprobs":null,"finish_reason":`...)
+		b = appendString(b, string(ch.FinishReason))
+		b = append(b, '}')
+	}
+	b = append(b, `],"usage":`...)
+	b = appendUsage(b, &c.Usage)
+	b = appendExtension(b, &c.Agentgate)
+	return append(b, '}')
+}
+
+func appendStringOrNull(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+// appendExtension writes ,"agentgate":{...}.
+func appendExtension(b []byte, e *Extension) []byte {
+	b = append(b, `,"agentgate":{"author":`...)
+	b = appendString(b, e.Author)
+	b = append(b, `,"invocation_id":`...)
+	b = appendString(b, e.InvocationID)
+	if e.TransferToAgent != "" {
+		b = append(b, `,"transfer_to_agent":`...)
+		b = appendString(b, e.TransferToAgent)
+	}
+	return append(b, '}')
+}
+
+func appendChunkChoice(b []byte, ch *ChunkChoice) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(ch.Index), 10)
+	b = append(b, `,"delta":{`...)
+	sep := false
+	field := func(name string) {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, name...)
+	}
+	d := &ch.Delta
+	if d.Role != "" {
+		field(`"role":`)
+		b = appendString(b, d.Role)
+	}
+	if d.Content != nil {
+		field(`"content":`)
+		b = appendString(b, *d.Content)
+	}
+	if len(d.ToolCalls) > 0 {
+		field(`"tool_calls":[`)
+		for i := range d.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendToolCallDelta(b, &d.ToolCalls[i])
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	if ch.FinishReason == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, string(*ch.FinishReason))
+	}
+	return append(b, '}')
+}
+
+func appendToolCallDelta(b []byte, t *ToolCallDelta) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(t.Index), 10)
+	if t.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendString(b, t.ID)
+	}
+	if t.Type != "" {
+		b = append(b, `,"type":`...)
+		b = appendString(b, t.Type)
+	}
+	b = append(b, `,"function":{`...)
+	if t.Function.Name != "" {
+		b = append(b, `"name":`...)
+		b = appendString(b, t.Function.Name)
+		b = append(b, ',')
+	}
+	b = append(b, `"arguments":`...)
+	b = appendString(b, t.Function.Arguments)
+	return append(b, "}}"...)
+}
+
+func appendUsage(b []byte, u *Usage) []byte {
+	num := func(name string, v int64) {
+		b = append(b, name...)
+		b = strconv.AppendInt(b, v, 10)
+	}
+	num(`{"prompt_tokens":`, u.PromptTokens)
+	num(`,"completion_tokens":`, u.CompletionTokens)
+	num(`,"total_tokens":`, u.TotalTokens)
+	num(`,"prompt_tokens_details":{"cached_tokens":`, u.PromptTokensDetails.CachedTokens)
+	num(`,"audio_tokens":`, u.PromptTokensDetails.AudioTokens)
+	num(`},"completion_tokens_details":{"reasoning_tokens":`, u.CompletionTokensDetails.ReasoningTokens)
+	num(`,"audio_tokens":`, u.CompletionTokensDetails.AudioTokens)
+	num(`,"accepted_prediction_tokens":`, u.CompletionTokensDetails.AcceptedPredictionTokens)
+	num(`,"rejected_prediction_tokens":`, u.CompletionTokensDetails.RejectedPredictionTokens)
+	return append(b, "}}"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string exactly as encoding/json does
+// (with its default HTML escaping): \" \\ \b \f \n \r \t, other control
+// characters and < > & as \u00XX, invalid UTF-8 as \ufffd, U+2028 and
+// U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
