@@ -185,10 +185,10 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	switch {
 	case sid != "":
 		turn.sessionID, turn.stored, turn.echoSession = sid, true, true
-		if err := s.lockSession(ctx, turn, a.ID, user, sid); err != nil {
-			return nil, err
+		sess, err := s.lockAndGet(ctx, turn, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
+		if turn.release == nil {
+			return nil, err // not locked
 		}
-		sess, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
 		if errors.Is(err, sessions.ErrNotFound) {
 			if len(responses) > 0 {
 				turn.release()
@@ -238,6 +238,22 @@ func cmpOr(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// lockAndGet takes the session's run lock and reads it: in one round trip
+// when the store can. turn.release is set once the lock is held (also when
+// the session does not exist).
+func (s *Server) lockAndGet(ctx context.Context, turn *chatTurn, req sessions.GetRequest) (*sessions.Session, error) {
+	turn.release = nil
+	if s.lockGet != nil {
+		sess, release, err := s.lockGet.AcquireGet(ctx, req, s.cfg.BusyWait)
+		turn.release = release
+		return sess, err
+	}
+	if err := s.lockSession(ctx, turn, req.AppName, req.UserID, req.SessionID); err != nil {
+		return nil, err
+	}
+	return s.cfg.Sessions.Get(ctx, req)
 }
 
 func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid string) error {

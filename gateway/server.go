@@ -79,6 +79,10 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   map[*stream]struct{}
 	closing   bool
+
+	// lockGet takes a session's run lock with its read in one round trip,
+	// when the store is also the locker and can (nil otherwise).
+	lockGet sessions.LockingGetter
 }
 
 // app is one virtual model with its runner.
@@ -104,7 +108,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = slog.New(agentcore.NewLogHandler(cfg.Logger.Handler()))
+	lockGet, _ := cfg.Sessions.(sessions.LockingGetter)
+	if any(cfg.Locker) != any(cfg.Sessions) {
+		lockGet = nil // the lock must be the store's own
+	}
 	if cfg.Metrics != nil {
+		if lockGet != nil {
+			lockGet = cfg.Metrics.LockingGetter(lockGet)
+		}
 		cfg.Sessions, cfg.Locker = cfg.Metrics.Sessions(cfg.Sessions), cfg.Metrics.Locker(cfg.Locker)
 		if cfg.Observer == nil {
 			cfg.Observer = cfg.Metrics
@@ -130,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Artifacts == nil {
 		cfg.Artifacts = artifact.NewInMemory()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}, lockGet: lockGet}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,14 @@ type Locker interface {
 	Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (release func(), err error)
 }
 
+// LockingGetter is implemented by stores that take a session's run lock
+// and read the session in one round trip. When the session does not exist
+// the lock is still held (release is not nil) and the error wraps
+// ErrNotFound.
+type LockingGetter interface {
+	AcquireGet(ctx context.Context, req GetRequest, wait time.Duration) (sess *Session, release func(), err error)
+}
+
 // MemoryLocker is the process-local Locker: enough for one gateway replica.
 // Replicas sharing sessions need a shared lock, such as the Redis store's.
 type MemoryLocker struct {

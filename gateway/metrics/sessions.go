@@ -156,3 +156,26 @@ func storeOutcome(err error) string {
 	}
 	return "error"
 }
+
+// LockingGetter wraps a store's combined lock-and-read: one "lock"
+// operation (one round trip). The lease is released by the turn's write
+// (or by release, which is then not counted).
+func (m *Metrics) LockingGetter(lg sessions.LockingGetter) sessions.LockingGetter {
+	return &instrumentedLockGetter{lg: lg, m: m}
+}
+
+type instrumentedLockGetter struct {
+	lg sessions.LockingGetter
+	m  *Metrics
+}
+
+func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	start := time.Now()
+	sess, release, err := l.lg.AcquireGet(ctx, req, wait)
+	outcome := err
+	if errors.Is(err, sessions.ErrNotFound) {
+		outcome = nil // the lease is held; a missing session is an answer
+	}
+	l.m.storeOp("lock", start, outcome)
+	return sess, release, err
+}

@@ -2,9 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/google/uuid"
 
@@ -43,23 +47,82 @@ func (s *Store) Acquire(ctx context.Context, app, user, sessionID string, wait t
 		if ok {
 			return s.hold(key, token), nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, fmt.Errorf("%w: session %s is in use by another run", sessions.ErrConflict, sessionID)
+		if err := waitPoll(ctx, sessionID, deadline, &poll); err != nil {
+			return nil, err
 		}
-		t := time.NewTimer(min(poll, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("sessions/redis: waiting for session %s: %w", sessionID, ctx.Err())
-		case <-t.C:
-		}
-		poll = min(2*poll, maxPoll)
 	}
+}
+
+// waitPoll sleeps before the next attempt at a busy lease, or reports
+// ErrConflict once the wait is over.
+func waitPoll(ctx context.Context, sessionID string, deadline time.Time, poll *time.Duration) error {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return fmt.Errorf("%w: session %s is in use by another run", sessions.ErrConflict, sessionID)
+	}
+	t := time.NewTimer(min(*poll, left))
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return fmt.Errorf("sessions/redis: waiting for session %s: %w", sessionID, ctx.Err())
+	case <-t.C:
+	}
+	*poll = min(2**poll, maxPoll)
+	return nil
+}
+
+// AcquireGet implements sessions.LockingGetter: the lease and the session
+// in one round trip (SET NX PX GET pipelined ahead of the load; GET makes a
+// retried pipeline recognise its own token). When the session does not
+// exist the lease is still held and the error wraps ErrNotFound.
+func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
+		return nil, nil, err
+	}
+	key := s.keys(req.AppName, req.UserID, req.SessionID).lock
+	token := uuid.NewString()
+	deadline := time.Now().Add(wait)
+	poll := minPoll
+	for {
+		var set *goredis.StatusCmd
+		sess, err := s.load(ctx, req, func(p goredis.Pipeliner) {
+			set = p.SetArgs(ctx, key, token, goredis.SetArgs{Mode: "NX", TTL: s.lockTTL, Get: true})
+		})
+		if set == nil {
+			return nil, nil, err // the pipeline never ran
+		}
+		old, setErr := set.Result()
+		switch {
+		case errors.Is(setErr, goredis.Nil) || (setErr == nil && old == token):
+			release := s.hold(key, token)
+			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+				release()
+				return nil, nil, err
+			}
+			return sess, release, err
+		case setErr != nil:
+			if err == nil {
+				err = s.fail(ctx, "lock", setErr)
+			}
+			return nil, nil, err
+		}
+		if err := waitPoll(ctx, req.SessionID, deadline, &poll); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// heldLease is a lease this process holds; the turn's final write may
+// release it in the same round trip (see AppendEvents).
+type heldLease struct {
+	token    string
+	released atomic.Bool
 }
 
 // hold renews the lease until the returned release is called.
 func (s *Store) hold(key, token string) func() {
+	lease := &heldLease{token: token}
+	s.held.Store(key, lease)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	every := s.lockTTL / 3
@@ -86,6 +149,10 @@ func (s *Store) hold(key, token string) func() {
 		once.Do(func() {
 			close(stop)
 			<-done
+			s.held.CompareAndDelete(key, lease)
+			if lease.released.Load() {
+				return // released with the turn's write
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 			defer cancel()
 			_ = releaseScript.Run(ctx, s.client, []string{key}, token).Err()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,8 @@ type Store struct {
 	now         func() time.Time
 	newID       func() string
 	sameSlotApp bool // the app: hash can join the session scripts (not Cluster)
+	// held maps the lock keys of the leases this process holds to them.
+	held sync.Map
 }
 
 var (
@@ -78,6 +81,7 @@ var (
 	_ sessions.Locker        = (*Store)(nil)
 	_ sessions.Pinger        = (*Store)(nil)
 	_ sessions.BatchAppender = (*Store)(nil)
+	_ sessions.LockingGetter = (*Store)(nil)
 )
 
 // New validates cfg and returns a Store. It does not connect: a server that

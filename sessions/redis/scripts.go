@@ -138,6 +138,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
+// releaseWrittenScript: KEYS lock meta; ARGV token lastEventID. Deletes the
+// lease while token holds it, and only once the session's last event is
+// lastEventID (the turn's write is stored).
+var releaseWrittenScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('HGET', KEYS[2], 'last') == ARGV[2] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
 // releaseScript: KEYS lock; ARGV token. Deletes the lease only while token
 // still holds it.
 var releaseScript = goredis.NewScript(`

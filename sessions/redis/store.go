@@ -69,7 +69,9 @@ func (s *Store) pipeline(ctx context.Context, op string, build func(p goredis.Pi
 		if !eval && slices.ContainsFunc(cmds, func(c goredis.Cmder) bool { return goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
 			continue
 		}
-		if err != nil {
+		// A nil reply (SET NX GET on a free key) is a value, not a failure:
+		// each command keeps its own result.
+		if err != nil && !errors.Is(err, goredis.Nil) {
 			return s.fail(ctx, op, err)
 		}
 		break
@@ -159,10 +161,19 @@ func (s *Store) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Ses
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, err
 	}
+	return s.load(ctx, req, nil)
+}
+
+// load reads a session in one round trip; with, when not nil, queues more
+// commands in the same pipeline ahead of the read (the run lease).
+func (s *Store) load(ctx context.Context, req sessions.GetRequest, with func(p goredis.Pipeliner)) (*sessions.Session, error) {
 	k := s.keys(req.AppName, req.UserID, req.SessionID)
 	var res *goredis.Cmd
 	var app *goredis.MapStringStringCmd
 	if err := s.pipeline(ctx, "get", func(p goredis.Pipeliner, eval bool) {
+		if with != nil {
+			with(p)
+		}
 		res = script(ctx, p, getScript, eval, []string{k.meta, k.state, k.events, k.user})
 		app = p.HGetAll(ctx, s.appKey(req.AppName))
 	}); err != nil {
@@ -322,11 +333,24 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 		}
 		maps.Copy(appDeltas, appDelta)
 	}
-	var res *goredis.Cmd
+	// The turn's write also ends this process's run lease on the session, in
+	// the same round trip: the release runs only once the batch is stored
+	// (it checks the session's last event id), so a retried pipeline never
+	// frees the lease before the write.
+	lease, _ := s.held.Load(k.lock)
+	var res, rel *goredis.Cmd
 	if err := s.pipeline(ctx, "append", func(p goredis.Pipeliner, eval bool) {
 		res = script(ctx, p, appendScript, eval, s.writeKeys(k, sess.AppName), args...)
+		if l, ok := lease.(*heldLease); ok {
+			rel = script(ctx, p, releaseWrittenScript, eval, []string{k.lock, k.meta}, l.token, last.ID)
+		}
 	}); err != nil {
 		return err
+	}
+	if rel != nil {
+		if n, _ := rel.Val().(int64); n == 1 {
+			lease.(*heldLease).released.Store(true)
+		}
 	}
 	if n, _ := res.Val().(int64); n == 0 {
 		return fmt.Errorf("%w: %s", sessions.ErrNotFound, sess.ID)

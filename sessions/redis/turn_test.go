@@ -126,15 +126,22 @@ func turnTree(t testing.TB) agentcore.Agent {
 }
 
 // gatewayTurn runs one turn as the gateway does: take the session's run
-// lock, run the turn to its end, let the lock go. It returns the events.
+// lock with its read (AcquireGet), run the turn on that read to its end,
+// let the lock go (the turn's write has already released it). It returns
+// the events.
 func gatewayTurn(ctx context.Context, s *Store, r *agentcore.Runner, app, id, text string) ([]*sessions.Event, error) {
-	release, err := s.Acquire(ctx, app, "u", id, 0)
+	sess, release, err := s.AcquireGet(ctx, sessions.GetRequest{AppName: app, UserID: "u", SessionID: id}, 0)
+	if errors.Is(err, sessions.ErrNotFound) {
+		sess, err = s.Create(ctx, sessions.CreateRequest{AppName: app, UserID: "u", SessionID: id})
+	}
+	if release != nil {
+		defer release()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	var evs []*sessions.Event
-	for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
+	for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, Session: sess, NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
 		if err != nil {
 			return evs, err
 		}
@@ -167,12 +174,14 @@ func checkTurnRoundTrips(t *testing.T, s *Store) {
 	}{
 		// 4 events stored (the user's message, the transfer call and its
 		// response, the greeter's answer) in one append.
-		{"transfer", "hello", []string{"lock", "get", "append", "unlock"}},
+		// "lock" is the lease pipelined with the session's read; the write
+		// releases the lease in its own round trip: two in all.
+		{"transfer", "hello", []string{"lock", "append"}},
 		// The sub-conversation is a session of its own: read (and created
 		// on the first call), then written when its turn ends, before the
 		// turn's own write.
-		{"agent tool, first call", "summarize this", []string{"lock", "get", "get", "create", "append", "append", "unlock"}},
-		{"agent tool, next call", "summarize that", []string{"lock", "get", "get", "append", "append", "unlock"}},
+		{"agent tool, first call", "summarize this", []string{"lock", "get", "create", "append", "append"}},
+		{"agent tool, next call", "summarize that", []string{"lock", "get", "append", "append"}},
 	}
 	for _, tt := range tests {
 		var evs []*sessions.Event
@@ -287,4 +296,46 @@ func TestTurnRedisDownBeforeWrite(t *testing.T) {
 	if _, err := run("hi again"); err != nil {
 		t.Fatalf("turn after Redis came back: %v", err)
 	}
+}
+
+// The lease taken with the read is gone once the turn is written: another
+// run can take the session at once, and the holder's release costs nothing.
+func TestTurnWriteReleasesLease(t *testing.T) {
+	srv := startServer(t)
+	s := newStore(t, Config{URL: srv.URL(""), TTL: time.Hour})
+	ops := newOpLog()
+	s.client.AddHook(ops)
+	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: turnTree(t), Sessions: s, AutoCreateSession: true, RouteToRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	sess, release, err := s.AcquireGet(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "l1"}, 0)
+	if !errors.Is(err, sessions.ErrNotFound) || release == nil {
+		t.Fatalf("AcquireGet on a new session: %v (release %v)", err, release != nil)
+	}
+	// Busy while held.
+	if _, _, err := s.AcquireGet(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "l1"}, 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("second AcquireGet: %v, want ErrConflict", err)
+	}
+	if sess, err = s.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "l1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: "l1", Session: sess, NewMessage: genai.NewContentFromText("hello", genai.RoleUser)}).Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := s.Acquire(ctx, "app", "u", "l1", 0)
+	if err != nil {
+		t.Fatalf("the written turn did not free the lease: %v", err)
+	}
+	if got := ops.during(t, func() error { release(); return nil }); len(got) != 0 {
+		t.Errorf("release after the write made round trips %v", got)
+	}
+	// The first holder's release did not free the second holder's lease.
+	if _, err := s.Acquire(ctx, "app", "u", "l1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("lease of the second holder: %v, want ErrConflict", err)
+	}
+	other()
 }
