@@ -58,7 +58,7 @@ export function adkWebSuite() {
 
     async function waitFor(pred, what, ms = 15_000) {
       const deadline = Date.now() + ms;
-      while (!pred()) {
+      while (!(await pred())) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -214,7 +214,13 @@ export function adkWebSuite() {
       assert.equal(run.status, 200);
       const answer = botBubbles().filter({ hasText: norm(summaryReply(request)).slice(0, 60) });
       await answer.first().waitFor({ timeout: 15_000 });
-      await page.waitForTimeout(300);
+      // The stream ends with the final event, which replaces the partial text:
+      // wait for the whole answer rather than for a fixed time.
+      await waitFor(
+        async () => norm(await answer.first().innerText()) === norm(summaryReply(request)),
+        "the coordinator's whole answer",
+      );
+      await page.waitForTimeout(300); // let anything late arrive before counting
       assert.equal(await answer.count(), 1);
       assert.equal(norm(await answer.first().innerText()), norm(summaryReply(request)));
       await page.getByText('summarizer("summarize the meeting notes').waitFor();
