@@ -228,30 +228,32 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 
 // Redactor keeps a provider's credentials out of error messages: its API
 // key and the values of configured headers that carry credentials. Build it
-// once per provider; it is safe for concurrent use.
-type Redactor struct{ secrets []Secret }
+// once per provider; it is safe for concurrent use. The secrets sit behind a
+// function so that even reflective printing (fmt's %s of a struct holding a
+// Redactor) shows an address, never them.
+type Redactor struct{ secrets func() []Secret }
 
 // NewRedactor returns the redactor for a provider with the given key and
 // extra headers. Header values count as credentials when the header's name
 // mentions a key, token, secret or auth ("api-key", "X-Auth-Token", ...).
 func NewRedactor(key Secret, headers map[string]string) *Redactor {
-	r := &Redactor{}
+	var secrets []Secret
 	if key != "" {
-		r.secrets = append(r.secrets, key)
+		secrets = append(secrets, key)
 	}
 	for name, v := range headers {
 		n := strings.ToLower(name)
 		if v != "" && (strings.Contains(n, "key") || strings.Contains(n, "token") ||
 			strings.Contains(n, "secret") || strings.Contains(n, "auth")) {
-			r.secrets = append(r.secrets, Secret(v))
+			secrets = append(secrets, Secret(v))
 		}
 	}
-	return r
+	return &Redactor{secrets: func() []Secret { return secrets }}
 }
 
 // Redact replaces every credential in text with "[redacted]".
 func (r *Redactor) Redact(text string) string {
-	for _, s := range r.secrets {
+	for _, s := range r.secrets() {
 		text = s.Redact(text)
 	}
 	return text

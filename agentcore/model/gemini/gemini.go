@@ -67,7 +67,7 @@ type Config struct {
 // Provider creates the models of one configured Gemini API endpoint.
 type Provider struct {
 	name    string
-	client  *genai.Client
+	client  sealedClient
 	retries int
 	// keys is a pointer so that printing a Provider shows an address, not
 	// the credentials.
@@ -132,7 +132,7 @@ func New(cfg Config) (*Provider, error) {
 		// genai's messages print its whole config, key included.
 		return nil, fmt.Errorf("gemini provider %q: %s", cfg.Name, keys.Redact(err.Error()))
 	}
-	return &Provider{name: cfg.Name, client: gc, retries: retries, keys: keys, wait: sleep}, nil
+	return &Provider{name: cfg.Name, client: sealedClient{get: func() *genai.Client { return gc }}, retries: retries, keys: keys, wait: sleep}, nil
 }
 
 // Name returns the provider's name from config.
@@ -200,7 +200,7 @@ type call struct {
 // returns the error.
 func (c *call) complete(ctx context.Context, yield func(*model.Response, error) bool) error {
 	ctx, last := withRecorder(ctx)
-	resp, err := c.p.client.Models.GenerateContent(ctx, c.id, c.contents, c.config)
+	resp, err := c.p.client.get().Models.GenerateContent(ctx, c.id, c.contents, c.config)
 	if err != nil {
 		return c.failure(ctx, err, last, false)
 	}
@@ -219,7 +219,7 @@ func (c *call) complete(ctx context.Context, yield func(*model.Response, error) 
 func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bool) (yielded bool, err error) {
 	ctx, last := withRecorder(ctx)
 	var st streamState
-	for resp, err := range c.p.client.Models.GenerateContentStream(ctx, c.id, c.contents, c.config) {
+	for resp, err := range c.p.client.get().Models.GenerateContentStream(ctx, c.id, c.contents, c.config) {
 		if err != nil {
 			return yielded, c.failure(ctx, err, last, st.produced)
 		}
@@ -319,3 +319,8 @@ func outgoingConfig(cfg *genai.GenerateContentConfig) *genai.GenerateContentConf
 	out.AutomaticContinuation = &off
 	return &out
 }
+
+// sealedClient holds the genai client, whose config carries the API key,
+// behind a function, so that printing a Provider (even dereferenced, with
+// any verb) shows an address, never the key.
+type sealedClient struct{ get func() *genai.Client }
