@@ -24,13 +24,17 @@ type Scenario struct {
 	Model  string
 	Stream bool
 	Direct []string
+	// Whole names the upstream calls the gateway asks for whole answers
+	// even in a streamed turn (an agent called as a tool, whose deltas
+	// nobody sees); the direct path asks for them whole too.
+	Whole []string
 }
 
 var scenarios = []Scenario{
 	{Key: "nonstream", Name: "non-streaming pass-through", Model: "pass", Stream: false, Direct: []string{"pass"}},
 	{Key: "stream", Name: "streaming pass-through", Model: "pass", Stream: true, Direct: []string{"pass"}},
 	{Key: "transfer", Name: "transfer tree", Model: "transfer", Stream: true, Direct: []string{"router", "worker"}},
-	{Key: "agenttool", Name: "agent tool", Model: "agent-tool", Stream: true, Direct: []string{"caller", "helper", "caller"}},
+	{Key: "agenttool", Name: "agent tool", Model: "agent-tool", Stream: true, Direct: []string{"caller", "helper", "caller"}, Whole: []string{"helper"}},
 }
 
 // Sample is one measured turn.
@@ -198,12 +202,13 @@ func (c *Client) direct(ctx context.Context, upstream string, sc Scenario) Sampl
 	start := time.Now()
 	var ttft time.Duration
 	for j, m := range sc.Direct {
-		body := userBody(m, sc.Stream)
+		stream := sc.Stream && !slices.Contains(sc.Whole, m)
+		body := userBody(m, stream)
 		if j > 0 && m == sc.Direct[0] {
-			body = toolResultBody(m, sc.Stream)
+			body = toolResultBody(m, stream)
 		}
 		callStart := time.Now()
-		t, err := c.call(ctx, upstream+"/chat/completions", body, "", sc.Stream)
+		t, err := c.call(ctx, upstream+"/chat/completions", body, "", stream)
 		if err != nil {
 			return Sample{Err: err}
 		}
