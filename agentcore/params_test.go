@@ -254,7 +254,7 @@ func TestMissingAndForbiddenParameters(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			llm := perAgent(map[string][]*model.Response{
-				"root": {callResp("c1", "profile", tc.args), textResp("sorry")},
+				"root":    {callResp("c1", "profile", tc.args), textResp("sorry")},
 				"profile": {textResp("should not run")},
 			})
 			profile := mustLlm(t, agentcore.LlmConfig{Name: "profile", Model: llm,

@@ -226,4 +226,3 @@ func TestRedisOutageAndRecovery(t *testing.T) {
 		t.Errorf("turn after recovery: %d %s", status, body)
 	}
 }
-
