@@ -200,3 +200,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// partialThenWait is a model call that streams "a", closes started, waits
+// for its context to end, closes cancelled (when not nil) and reports the
+// context's error: a run the client or the server must stop.
+func partialThenWait(started, cancelled chan struct{}) fakeFn {
+	return func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		part := &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "a"}}}}
+		if !yield(part, nil) {
+			return
+		}
+		close(started)
+		<-ctx.Done()
+		if cancelled != nil {
+			close(cancelled)
+		}
+		yield(nil, ctx.Err())
+	}
+}

@@ -773,14 +773,7 @@ func TestNativeClientDisconnect(t *testing.T) {
 			yield(textFinal("second"), nil)
 			return
 		}
-		part := &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "a"}}}}
-		if !yield(part, nil) {
-			return
-		}
-		close(started)
-		<-ctx.Done()
-		close(cancelled)
-		yield(nil, ctx.Err())
+		partialThenWait(started, cancelled)(ctx, req, stream, yield)
 	})
 	f.createSession("fake", "s1")
 	body := `{"appName":"fake","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"x"}]}}`
@@ -809,15 +802,7 @@ func TestNativeClientDisconnect(t *testing.T) {
 
 func TestNativeShutdownEndsStreams(t *testing.T) {
 	started := make(chan struct{})
-	f := newNativeFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-		part := &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "a"}}}}
-		if !yield(part, nil) {
-			return
-		}
-		close(started)
-		<-ctx.Done()
-		yield(nil, ctx.Err())
-	})
+	f := newNativeFixture(t, partialThenWait(started, nil))
 	f.createSession("fake", "s1")
 	body := `{"appName":"fake","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"x"}]}}`
 	done := make(chan []string)

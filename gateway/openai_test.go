@@ -505,16 +505,7 @@ func TestClientDisconnectCancelsRun(t *testing.T) {
 	verifyNoLeaks(t)
 	cancelled := make(chan struct{})
 	started := make(chan struct{})
-	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-		part := &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "a"}}}}
-		if !yield(part, nil) {
-			return
-		}
-		close(started)
-		<-ctx.Done()
-		close(cancelled)
-		yield(nil, ctx.Err())
-	})
+	f := newFixture(t, partialThenWait(started, cancelled))
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"fake","stream":true,"messages":[{"role":"user","content":"x"}]}`))
@@ -536,15 +527,7 @@ func TestClientDisconnectCancelsRun(t *testing.T) {
 
 func TestShutdownEndsStreams(t *testing.T) {
 	started := make(chan struct{})
-	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-		part := &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "a"}}}}
-		if !yield(part, nil) {
-			return
-		}
-		close(started)
-		<-ctx.Done()
-		yield(nil, ctx.Err())
-	})
+	f := newFixture(t, partialThenWait(started, nil))
 	done := make(chan []string)
 	go func() {
 		resp := f.post("/v1/chat/completions", `{"model":"fake","stream":true,"messages":[{"role":"user","content":"x"}]}`)
