@@ -202,22 +202,23 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 			return nil, err
 		}
 		rr.Session = sess // read under the lock: the runner need not read it again
-		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn); err != nil {
+		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn, nil); err != nil {
 			turn.release()
 			return nil, err
 		}
 	case len(responses) > 0:
 		// A stateless client sends tool results back: the paused turn is
 		// found by tool_call_id alone.
-		found, err := s.resolveCall(ctx, a.ID, user, responses[0].ID)
+		entry, err := s.resolveCall(ctx, a.ID, user, responses[0].ID)
 		if err != nil {
 			return nil, err
 		}
+		found := entry.sessionID
 		turn.sessionID, turn.stored, turn.tmp = found, true, strings.HasPrefix(found, tmpSessionPrefix)
 		if err := s.lockSession(ctx, turn, a.ID, user, found); err != nil {
 			return nil, err
 		}
-		if err := s.mapCallIDs(ctx, a.ID, user, responses, found, turn); err != nil {
+		if err := s.mapCallIDs(ctx, a.ID, user, responses, found, turn, entry); err != nil {
 			turn.release()
 			return nil, err
 		}
@@ -280,43 +281,61 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Ov
 		ToolConfig: openaiwire.ToToolConfig(req.ToolChoice)}, nil
 }
 
+// callEntry is the index entry of a client tool call: the session paused
+// on it and the runtime's id of the call (it differs from the id the client
+// was shown only when the runtime's was not a valid client id).
+type callEntry struct {
+	shown, sessionID, callID string
+}
+
+// callIndex reads the index entry of the tool call the client knows as
+// shown; nil when there is none.
+func (s *Server) callIndex(ctx context.Context, app, user, shown string) (*callEntry, error) {
+	idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + shown})
+	if errors.Is(err, sessions.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sid, _ := idx.State["session_id"].(string)
+	id, _ := idx.State["call_id"].(string)
+	return &callEntry{shown: shown, sessionID: sid, callID: id}, nil
+}
+
 // mapCallIDs rewrites tool_call_ids the client was shown to the runtime's
-// call ids (they differ only when a runtime id was not a valid client id),
-// and remembers the index entries to drop after the turn.
-func (s *Server) mapCallIDs(ctx context.Context, app, user string, responses []*genai.FunctionResponse, sid string, turn *chatTurn) error {
+// call ids, and remembers the index entries to drop after the turn. known,
+// when not nil, is an entry already read.
+func (s *Server) mapCallIDs(ctx context.Context, app, user string, responses []*genai.FunctionResponse, sid string, turn *chatTurn, known *callEntry) error {
 	for _, r := range responses {
-		idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + r.ID})
-		if errors.Is(err, sessions.ErrNotFound) {
+		e := known
+		if e == nil || e.shown != r.ID {
+			var err error
+			if e, err = s.callIndex(ctx, app, user, r.ID); err != nil {
+				return err
+			}
+		}
+		if e == nil || e.sessionID != sid {
 			continue
 		}
-		if err != nil {
-			return err
+		if e.callID != "" {
+			r.ID = e.callID
 		}
-		if got, _ := idx.State["session_id"].(string); got != sid {
-			continue
-		}
-		if id, _ := idx.State["call_id"].(string); id != "" {
-			r.ID = id
-		}
-		turn.resumedVia = append(turn.resumedVia, idx.ID)
+		turn.resumedVia = append(turn.resumedVia, callSessionPrefix+e.shown)
 	}
 	return nil
 }
 
 // resolveCall finds the session paused on a tool call.
-func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (string, error) {
-	idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + callID})
-	if errors.Is(err, sessions.ErrNotFound) {
-		return "", &agentcore.UnknownCallError{ID: callID}
-	}
+func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (*callEntry, error) {
+	e, err := s.callIndex(ctx, app, user, callID)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	sid, _ := idx.State["session_id"].(string)
-	if sid == "" {
-		return "", &agentcore.UnknownCallError{ID: callID}
+	if e == nil || e.sessionID == "" {
+		return nil, &agentcore.UnknownCallError{ID: callID}
 	}
-	return sid, nil
+	return e, nil
 }
 
 // statelessTurn runs on a throwaway session seeded with the request's
