@@ -91,30 +91,44 @@ func classify(err error) *apiError {
 	if me, ok := model.AsError(err); ok {
 		return modelError(me)
 	}
-	switch {
-	case errors.Is(err, errNotOwner):
-		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "session_not_found", message: "Session not found."}
-	case errors.Is(err, errShuttingDown):
-		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "shutting_down", message: "The server is shutting down; retry the request."}
-	case errors.Is(err, sessions.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "session_not_found", message: "Session not found."}
-	case errors.Is(err, sessions.ErrExists):
-		return &apiError{status: http.StatusConflict, kind: "invalid_request_error", code: "session_exists", message: "Session already exists."}
-	case errors.Is(err, sessions.ErrConflict):
-		return &apiError{status: http.StatusConflict, kind: "invalid_request_error", code: "session_busy", message: "The session is busy with another request; retry when it has finished."}
-	case errors.Is(err, sessions.ErrInvalid):
-		return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", code: "invalid_request", message: "Invalid session request."}
-	case errors.Is(err, artifact.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, kind: "invalid_request_error", code: "artifact_not_found", message: "Artifact not found."}
-	case errors.Is(err, sessions.ErrUnavailable):
-		return &apiError{status: http.StatusServiceUnavailable, kind: "server_error", code: "session_store_unavailable", message: "The session store is unavailable; retry shortly."}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{status: http.StatusGatewayTimeout, kind: "server_error", code: "timeout", message: "The request timed out."}
-	case errors.Is(err, context.Canceled):
-		return &apiError{status: 499, kind: "invalid_request_error", code: "client_closed_request", message: "The client closed the request."}
+	for _, m := range sentinels {
+		if errors.Is(err, m.err) {
+			e := m.api
+			return &e
+		}
 	}
 	return &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: "The gateway failed to process the request."}
 }
+
+// sentinels maps the sentinel errors callers branch on to what a client is
+// told, first match wins.
+var sentinels = func() []struct {
+	err error
+	api apiError
+} {
+	invalid := func(status int, code, msg string) apiError {
+		return apiError{status: status, kind: "invalid_request_error", code: code, message: msg}
+	}
+	server := func(status int, code, msg string) apiError {
+		return apiError{status: status, kind: "server_error", code: code, message: msg}
+	}
+	notFound := invalid(http.StatusNotFound, "session_not_found", "Session not found.")
+	return []struct {
+		err error
+		api apiError
+	}{
+		{errNotOwner, notFound}, // another user's session is as good as missing
+		{errShuttingDown, server(http.StatusServiceUnavailable, "shutting_down", "The server is shutting down; retry the request.")},
+		{sessions.ErrNotFound, notFound},
+		{sessions.ErrExists, invalid(http.StatusConflict, "session_exists", "Session already exists.")},
+		{sessions.ErrConflict, invalid(http.StatusConflict, "session_busy", "The session is busy with another request; retry when it has finished.")},
+		{sessions.ErrInvalid, invalid(http.StatusBadRequest, "invalid_request", "Invalid session request.")},
+		{artifact.ErrNotFound, invalid(http.StatusNotFound, "artifact_not_found", "Artifact not found.")},
+		{sessions.ErrUnavailable, server(http.StatusServiceUnavailable, "session_store_unavailable", "The session store is unavailable; retry shortly.")},
+		{context.DeadlineExceeded, server(http.StatusGatewayTimeout, "timeout", "The request timed out.")},
+		{context.Canceled, invalid(499, "client_closed_request", "The client closed the request.")},
+	}
+}()
 
 // modelError maps a provider failure: rate limits stay 429, timeouts 504,
 // an unavailable upstream 503, anything else the upstream did wrong 502.
