@@ -110,23 +110,8 @@ func newFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *fixture {
 func newFixtureWith(t *testing.T, set spec.Set, fake fakeFn, opts ...fixtureOpt) *fixture {
 	t.Helper()
 	f := &fixture{t: t, fakes: map[string]*fakeModel{}}
-	if fake == nil {
-		fake = func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-			yield(textFinal("fake answer"), nil)
-		}
-	}
-	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
-		"fake": func(p spec.Provider) (func(string) (model.LLM, error), error) {
-			return func(id string) (model.LLM, error) {
-				m := &fakeModel{id: id, fn: fake}
-				f.fakes[id] = m
-				return m, nil
-			}, nil
-		},
-	}})
-	if err != nil {
-		t.Fatalf("spec.Build: %v", err)
-	}
+	cat := buildCatalog(t, set, fake, f.fakes)
+	var err error
 	f.store = sessions.NewMemoryService(sessions.MemoryConfig{})
 	cfg := gateway.Config{Catalog: cat, Sessions: f.store}
 	for _, o := range opts {
@@ -217,4 +202,28 @@ func partialThenWait(started, cancelled chan struct{}) fakeFn {
 		}
 		yield(nil, ctx.Err())
 	}
+}
+
+// buildCatalog builds set with providers of type "fake" running fake (a
+// fixed answer when nil), recording each fake model by id in models.
+func buildCatalog(t *testing.T, set spec.Set, fake fakeFn, models map[string]*fakeModel) *spec.Catalog {
+	t.Helper()
+	if fake == nil {
+		fake = func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+			yield(textFinal("fake answer"), nil)
+		}
+	}
+	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
+		"fake": func(p spec.Provider) (func(string) (model.LLM, error), error) {
+			return func(id string) (model.LLM, error) {
+				m := &fakeModel{id: id, fn: fake}
+				models[id] = m
+				return m, nil
+			}, nil
+		},
+	}})
+	if err != nil {
+		t.Fatalf("spec.Build: %v", err)
+	}
+	return cat
 }

@@ -69,23 +69,7 @@ func newNativeFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *nativeFixt
 		Models: []spec.VirtualModel{{ID: "desk", Agent: "coordinator", Description: "The desk.", RouteNextTurn: "root"},
 			{ID: "fake", Agent: "solo"}, {ID: "team", Agent: "fanout"}, {ID: "desk-live", Agent: "coordinator", RouteNextTurn: "root", StreamSubAgents: true}},
 	}
-	if fake == nil {
-		fake = func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-			yield(textFinal("fake answer"), nil)
-		}
-	}
-	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
-		"fake": func(p spec.Provider) (func(string) (model.LLM, error), error) {
-			return func(id string) (model.LLM, error) {
-				m := &fakeModel{id: id, fn: fake}
-				nf.models[id] = m
-				return m, nil
-			}, nil
-		},
-	}})
-	if err != nil {
-		t.Fatalf("spec.Build: %v", err)
-	}
+	cat := buildCatalog(t, set, fake, nf.models)
 	now, ids := nativeDeterminism()
 	base := func(c *gateway.Config) { c.Catalog, c.Now, c.NewID = cat, now, ids }
 	nf.fixture = newFixture(t, nil, append([]fixtureOpt{base}, opts...)...)
