@@ -3,6 +3,7 @@ package redis
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,8 +24,33 @@ type testServer struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
-	log *bytes.Buffer
+	// exited closes when cmd's process has been waited for.
+	exited chan struct{}
+	log    *lockedBuffer
 }
+
+// lockedBuffer is the server's output: written by exec's copier, read by
+// the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// errPortTaken reports a server that lost its port (or cluster port) to
+// another process between freePort and its bind.
+var errPortTaken = errors.New("port taken")
 
 // needBinary skips the test when name is not installed, except under CI
 // (.ci/run installs redis), where a missing binary is a failure.
@@ -40,21 +66,49 @@ func needBinary(t testing.TB, name string) {
 
 // startServer starts redis-server on a free port with no persistence unless
 // extra says otherwise (extra options are appended to the command line).
+// A port taken by another process before the server binds it is replaced
+// by a new one, up to three times.
 func startServer(t testing.TB, extra ...string) *testServer {
 	t.Helper()
-	return startServerOn(t, freePort(t), extra...)
+	return startServerWith(t, func() []string { return extra })
+}
+
+// startServerWith is startServer with options made afresh for each
+// attempt (options that name ports of their own).
+func startServerWith(t testing.TB, extra func() []string) *testServer {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, err := tryStartServerOn(t, freePort(t), extra()...)
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+	}
 }
 
 // startServerOn is startServer on a given port.
 func startServerOn(t testing.TB, port int, extra ...string) *testServer {
 	t.Helper()
+	s, err := tryStartServerOn(t, port, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func tryStartServerOn(t testing.TB, port int, extra ...string) (*testServer, error) {
+	t.Helper()
 	needBinary(t, "redis-server")
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir()}
 	s := &testServer{t: t, port: port, args: append(args, extra...)}
-	s.Start()
+	if err := s.start(); err != nil {
+		return nil, err
+	}
 	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 // URL is the server's address as a Config.URL; query is added as is.
@@ -72,21 +126,38 @@ func (s *testServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) 
 // Start (re)starts the server on its port and waits until it answers.
 func (s *testServer) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *testServer) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		return
+		return nil
 	}
-	s.log = &bytes.Buffer{}
+	s.log = &lockedBuffer{}
 	cmd := exec.Command("redis-server", s.args...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %v", err)
 	}
 	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.exited = exited
 	if err := waitPing(s.Addr(), 10*time.Second); err != nil {
-		s.t.Fatalf("redis-server on %d did not come up: %v\n%s", s.port, err, s.log)
+		_ = cmd.Process.Kill()
+		<-exited
+		s.cmd = nil
+		log := s.log.String()
+		if strings.Contains(log, "Address already in use") {
+			return fmt.Errorf("redis-server on %d: %w\n%s", s.port, errPortTaken, log)
+		}
+		return fmt.Errorf("redis-server on %d did not come up: %v\n%s", s.port, err, log)
 	}
+	return nil
 }
 
 // Stop kills the server (SIGKILL: a crash, not a shutdown) and waits for it.
@@ -97,7 +168,7 @@ func (s *testServer) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -157,8 +228,10 @@ func startCluster(t *testing.T) string {
 	dir := t.TempDir()
 	var addrs []string
 	for i := range 3 {
-		s := startServer(t, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(freePort(t)),
-			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, i), "--cluster-node-timeout", "2000")
+		s := startServerWith(t, func() []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(freePort(t)),
+				"--cluster-config-file", fmt.Sprintf("%s/nodes-%d-%d.conf", dir, i, time.Now().UnixNano()), "--cluster-node-timeout", "2000"}
+		})
 		addrs = append(addrs, s.Addr())
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
