@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,14 +28,6 @@ const (
 	DefaultBaseURL    = "https://generativelanguage.googleapis.com/"
 	DefaultTimeout    = 10 * time.Minute
 	DefaultMaxRetries = 2
-)
-
-// Backoff between retries: 500ms doubling, at most maxRetryDelay. An
-// upstream that asks for a longer wait is not retried; its error carries the
-// delay.
-const (
-	firstRetryDelay = 500 * time.Millisecond
-	maxRetryDelay   = 10 * time.Second
 )
 
 // Config configures a Provider. The zero value of each field means its
@@ -132,7 +123,7 @@ func New(cfg Config) (*Provider, error) {
 		// genai's messages print its whole config, key included.
 		return nil, fmt.Errorf("gemini provider %q: %s", cfg.Name, keys.Redact(err.Error()))
 	}
-	return &Provider{name: cfg.Name, client: sealedClient{get: func() *genai.Client { return gc }}, retries: retries, keys: keys, wait: sleep}, nil
+	return &Provider{name: cfg.Name, client: sealedClient{get: func() *genai.Client { return gc }}, retries: retries, keys: keys, wait: model.Sleep}, nil
 }
 
 // Name returns the provider's name from config.
@@ -237,35 +228,11 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 	return yielded, nil
 }
 
-// retry reports whether attempt (0-based) may be followed by another one,
-// after waiting. Only errors that say a retry helps are retried, our own
-// timeout excepted (an upstream 408 is retried), and never beyond MaxRetries
-// or a Retry-After above the cap.
+// retry reports whether attempt (0-based) may be followed by another one
+// (model.RetryDelay), after waiting.
 func (c *call) retry(ctx context.Context, err error, attempt int) bool {
-	me, ok := model.AsError(err)
-	if !ok || !me.Retryable || (me.Code == "timeout" && me.Status == 0) || attempt >= c.p.retries {
-		return false
-	}
-	delay := min(firstRetryDelay<<attempt, maxRetryDelay)
-	delay -= time.Duration(rand.Int64N(int64(delay/4) + 1)) // jitter
-	if me.RetryAfter > 0 {
-		if me.RetryAfter > maxRetryDelay {
-			return false
-		}
-		delay = me.RetryAfter
-	}
-	return c.p.wait(ctx, delay) == nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	delay, ok := model.RetryDelay(err, attempt, c.p.retries)
+	return ok && c.p.wait(ctx, delay) == nil
 }
 
 // outgoing returns contents ready to send: function calls and responses

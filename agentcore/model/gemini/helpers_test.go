@@ -26,7 +26,7 @@ var harness = providertest.Harness{
 	Partial:       func(w http.ResponseWriter, text string) { sse(w, chunk(textParts(text), "")) },
 	Answer:        func(w http.ResponseWriter, text string) { sse(w, chunk(textParts(text), "STOP")) },
 	ErrorBody:     func(msg string) string { return errorBody(500, msg, "INTERNAL") },
-	MaxRetryDelay: maxRetryDelay,
+	MaxRetryDelay: model.MaxRetryDelay,
 }
 
 // provider returns a provider pointed at up; no retries unless cfg says so,

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 
-	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentgate/agentgate/agentcore/model"
@@ -31,30 +32,63 @@ func (c *call) failure(ctx context.Context, err error, resp *http.Response, star
 	return e
 }
 
-// classify maps an error from openai-go (and the raw response, when there
-// was one) to a model.Error without Provider and Model.
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// apiError is an answer with a status of 400 or more, with what its body
+// said in OpenAI's error envelope ({"error": {"message", "type", "code"}}),
+// when it was one.
+type apiError struct {
+	status  int
+	header  http.Header
+	message string
+	code    string
+}
+
+func (e *apiError) Error() string {
+	if e.message == "" {
+		return fmt.Sprintf("upstream answered %d", e.status)
+	}
+	return fmt.Sprintf("upstream answered %d: %s", e.status, e.message)
+}
+
+// readAPIError reads and closes an error answer's body. The envelope's
+// code may be a string or a number (some compatible servers send the
+// status); a body that is no envelope (an HTML page from a proxy) leaves
+// message and code empty.
+func readAPIError(resp *http.Response) *apiError {
+	defer resp.Body.Close()
+	e := &apiError{status: resp.StatusCode, header: resp.Header}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var env struct {
+		Error *struct {
+			Message string          `json:"message"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.Error != nil {
+		e.message = env.Error.Message
+		_ = json.Unmarshal(env.Error.Code, &e.code)
+	}
+	return e
+}
+
+// classify maps an error of an attempt or of reading its answer (and the
+// raw response, when there was one) to a model.Error without Provider and
+// Model.
 func classify(err error, resp *http.Response, started bool) *model.Error {
-	var apiErr *oai.Error
+	var apiErr *apiError
 	var streamErr *ssestream.StreamError
 	switch {
 	case errors.As(err, &apiErr):
-		var h http.Header
-		if apiErr.Response != nil {
-			h = apiErr.Response.Header
-		}
-		e := model.HTTPError(apiErr.StatusCode, h)
-		e.Message = apiErr.Message
+		e := model.HTTPError(apiErr.status, apiErr.header)
+		e.Message = apiErr.message
 		if e.Message == "" {
-			e.Message = http.StatusText(apiErr.StatusCode)
+			e.Message = http.StatusText(apiErr.status)
 		}
-		if apiErr.Code == "insufficient_quota" {
+		if apiErr.code == "insufficient_quota" {
 			e.Code, e.Retryable = "quota_exceeded", false
 		}
-		return e
-	case resp != nil && resp.StatusCode >= 400:
-		// An error body openai-go could not decode (an HTML page from a proxy).
-		e := model.HTTPError(resp.StatusCode, resp.Header)
-		e.Message = http.StatusText(resp.StatusCode)
 		return e
 	case errors.As(err, &streamErr):
 		return &model.Error{Code: "upstream_error", Retryable: true, Message: streamErrorMessage(streamErr)}

@@ -82,12 +82,14 @@ func TestTimeout(t *testing.T) { providertest.Timeout(t, harness) }
 // Retry-After); nothing is retried once a stream has started, nor a
 // request the upstream refused for good.
 func TestRetries(t *testing.T) {
-	fast := map[string]string{"Retry-After-Ms": "1"}
 	providertest.Retries(t, harness, []providertest.RetryCase{
-		{Name: "503 then success", Attempts: []string{"503", "ok"}, Header: fast, WantReqs: 2},
-		{Name: "429, 500 then success", Attempts: []string{"429", "500", "ok"}, Header: fast, WantReqs: 3},
-		{Name: "three 503s exhaust two retries", Attempts: []string{"503", "503", "503", "ok"}, Header: fast, WantReqs: 3, WantErr: "upstream_error"},
+		{Name: "503 then success", Attempts: []string{"503", "ok"}, WantReqs: 2, WantWaits: []time.Duration{-1}},
+		{Name: "429 with Retry-After-Ms, 500 then success", Attempts: []string{"429", "500", "ok"}, Header: map[string]string{"Retry-After-Ms": "1500"},
+			WantReqs: 3, WantWaits: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond}},
+		{Name: "three 503s exhaust two retries", Attempts: []string{"503", "503", "503", "ok"}, WantReqs: 3, WantWaits: []time.Duration{-1, -1}, WantErr: "upstream_error"},
 		{Name: "400 is not retried", Attempts: []string{"400", "ok"}, WantReqs: 1, WantErr: "bad_request"},
+		{Name: "x-should-retry false is not retried", Attempts: []string{"503", "ok"}, Header: map[string]string{"X-Should-Retry": "false"}, WantReqs: 1, WantErr: "upstream_error"},
+		{Name: "x-should-retry true retries a 400", Attempts: []string{"400", "ok"}, Header: map[string]string{"X-Should-Retry": "true"}, WantReqs: 2, WantWaits: []time.Duration{-1}},
 		{Name: "a started stream is not retried", Attempts: []string{"cut", "ok"}, WantReqs: 1, WantErr: "stream_cut"},
 		{Name: "Retry-After beyond the cap is not waited for", Attempts: []string{"429", "ok"}, Header: map[string]string{"Retry-After": "60"}, WantReqs: 1, WantErr: "rate_limited"},
 	})

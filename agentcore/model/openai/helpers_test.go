@@ -26,9 +26,10 @@ var harness = providertest.Harness{
 	New: func(t *testing.T, up *providertest.Upstream, s providertest.Settings) model.LLM {
 		return (&upstream{up}).provider(t, Config{Timeout: s.Timeout, MaxRetries: s.MaxRetries}).Model("gpt-test")
 	},
-	Partial:   func(w http.ResponseWriter, text string) { sse(w, chunk(content(text), ""), "") },
-	Answer:    func(w http.ResponseWriter, text string) { sse(w, chunk(content(text), "stop")) },
-	ErrorBody: func(msg string) string { return errorBody(msg, "server_error", "") },
+	Partial:       func(w http.ResponseWriter, text string) { sse(w, chunk(content(text), ""), "") },
+	Answer:        func(w http.ResponseWriter, text string) { sse(w, chunk(content(text), "stop")) },
+	ErrorBody:     func(msg string) string { return errorBody(msg, "server_error", "") },
+	MaxRetryDelay: model.MaxRetryDelay,
 }
 
 // upstream is a fake upstream that builds the providers pointed at it.
@@ -39,7 +40,8 @@ func newUpstream(t *testing.T, h http.HandlerFunc) *upstream {
 	return &upstream{providertest.NewUpstream(t, h)}
 }
 
-// provider returns a provider pointed at u; no retries unless cfg says so.
+// provider returns a provider pointed at u; no retries unless cfg says so,
+// and retries do not sleep (u records the delays).
 func (u *upstream) provider(t *testing.T, cfg Config) *Provider {
 	t.Helper()
 	if cfg.Name == "" {
@@ -61,6 +63,7 @@ func (u *upstream) provider(t *testing.T, cfg Config) *Provider {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	p.up.wait = u.Wait
 	return p
 }
 

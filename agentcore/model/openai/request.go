@@ -1,16 +1,16 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
@@ -19,57 +19,172 @@ import (
 // outputSchemaName is the response_format json_schema name we send.
 const outputSchemaName = "output"
 
+// chatRequest is the body of POST /chat/completions. It is ours (as is
+// every wire type we send; see STYLE.md), encoded with encoding/json:
+// building openai-go's param unions and encoding them by reflection was a
+// sixth of a non-streamed turn's CPU.
+type chatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Tools               []chatTool      `json:"tools,omitempty"`
+	ToolChoice          any             `json:"tool_choice,omitempty"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
+	MaxCompletionTokens int64           `json:"max_completion_tokens,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatMessage is one message; Content is a string or []contentPart.
+type chatMessage struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type contentPart struct {
+	Type       string      `json:"type"`
+	Text       string      `json:"text,omitempty"`
+	ImageURL   *imageURL   `json:"image_url,omitempty"`
+	InputAudio *inputAudio `json:"input_audio,omitempty"`
+	File       *filePart   `json:"file,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+type inputAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
+}
+
+type filePart struct {
+	FileData string `json:"file_data"`
+	Filename string `json:"filename,omitempty"`
+}
+
+type chatTool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+type functionDef struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
+// namedToolChoice forces one function.
+type namedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// allowedToolsChoice limits the model to some functions.
+type allowedToolsChoice struct {
+	Type         string `json:"type"`
+	AllowedTools struct {
+		Mode  string            `json:"mode"`
+		Tools []namedToolChoice `json:"tools"`
+	} `json:"allowed_tools"`
+}
+
+type responseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *jsonSchemaFormat `json:"json_schema,omitempty"`
+}
+
+type jsonSchemaFormat struct {
+	Name   string         `json:"name"`
+	Strict bool           `json:"strict"`
+	Schema map[string]any `json:"schema"`
+}
+
 // buildParams maps a runtime request onto a chat-completions request body.
 // It is pure: no I/O, and req is not modified.
-func buildParams(modelID string, req *model.Request) (oai.ChatCompletionNewParams, error) {
-	p := oai.ChatCompletionNewParams{Model: modelID}
+func buildParams(modelID string, req *model.Request) (*chatRequest, error) {
+	p := &chatRequest{Model: modelID, Messages: make([]chatMessage, 0, len(req.Contents)+1)}
 	cfg := req.Config
 	if cfg == nil {
 		cfg = &genai.GenerateContentConfig{}
 	}
 	if sys := joinText(cfg.SystemInstruction, "\n\n"); sys != "" {
-		p.Messages = append(p.Messages, oai.SystemMessage(sys))
+		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: sys})
 	}
 	msgs, err := messages(req.Contents)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	p.Messages = append(p.Messages, msgs...)
 
 	if p.Tools, err = tools(cfg.Tools); err != nil {
-		return p, err
+		return nil, err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
-	if p.ResponseFormat, err = responseFormat(cfg); err != nil {
-		return p, err
+	if p.ResponseFormat, err = responseFormatOf(cfg); err != nil {
+		return nil, err
 	}
-	generationSettings(&p, cfg)
+	generationSettings(p, cfg)
 	return p, nil
 }
 
+// encode returns the JSON body. HTML characters are not escaped: the
+// upstream reads JSON, and prompts keep their bytes.
+func (p *chatRequest) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // generationSettings copies the sampling knobs that chat completions know.
-func generationSettings(p *oai.ChatCompletionNewParams, cfg *genai.GenerateContentConfig) {
-	if cfg.Temperature != nil {
-		p.Temperature = oai.Float(widen(*cfg.Temperature))
+func generationSettings(p *chatRequest, cfg *genai.GenerateContentConfig) {
+	widened := func(f *float32) *float64 {
+		if f == nil {
+			return nil
+		}
+		v := widen(*f)
+		return &v
 	}
-	if cfg.TopP != nil {
-		p.TopP = oai.Float(widen(*cfg.TopP))
-	}
-	if cfg.PresencePenalty != nil {
-		p.PresencePenalty = oai.Float(widen(*cfg.PresencePenalty))
-	}
-	if cfg.FrequencyPenalty != nil {
-		p.FrequencyPenalty = oai.Float(widen(*cfg.FrequencyPenalty))
-	}
+	p.Temperature = widened(cfg.Temperature)
+	p.TopP = widened(cfg.TopP)
+	p.PresencePenalty = widened(cfg.PresencePenalty)
+	p.FrequencyPenalty = widened(cfg.FrequencyPenalty)
 	if cfg.MaxOutputTokens > 0 {
-		p.MaxCompletionTokens = oai.Int(int64(cfg.MaxOutputTokens))
+		p.MaxCompletionTokens = int64(cfg.MaxOutputTokens)
 	}
 	if cfg.Seed != nil {
-		p.Seed = oai.Int(int64(*cfg.Seed))
+		seed := int64(*cfg.Seed)
+		p.Seed = &seed
 	}
-	if len(cfg.StopSequences) > 0 {
-		p.Stop.OfStringArray = cfg.StopSequences
-	}
+	p.Stop = cfg.StopSequences
 }
 
 // widen converts a float32 setting to the float64 a person would have
@@ -96,21 +211,21 @@ func joinText(c *genai.Content, sep string) string {
 // messages maps the conversation. Function calls keep their ids; a call
 // without one gets a stable synthetic id that its response (matched by
 // name, in order) reuses, so the pairing chat completions needs holds.
-func messages(contents []*genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
-	var out []oai.ChatCompletionMessageParamUnion
-	pending := map[string][]string{} // function name -> synthetic ids awaiting a response
+func messages(contents []*genai.Content) ([]chatMessage, error) {
+	out := make([]chatMessage, 0, len(contents))
+	var pending map[string][]string // function name -> synthetic ids awaiting a response
 	synthetic := 0
 	for _, c := range contents {
 		if c == nil {
 			continue
 		}
 		if c.Role == genai.RoleModel {
-			if m, ok := assistantMessage(c, pending, &synthetic); ok {
+			if m, ok := assistantMessage(c, &pending, &synthetic); ok {
 				out = append(out, m)
 			}
 			continue
 		}
-		var parts []oai.ChatCompletionContentPartUnionParam
+		var parts []contentPart
 		for _, p := range c.Parts {
 			switch {
 			case p == nil || p.Thought:
@@ -121,7 +236,7 @@ func messages(contents []*genai.Content) ([]oai.ChatCompletionMessageParamUnion,
 				}
 				out = append(out, m)
 			case p.Text != "":
-				parts = append(parts, oai.TextContentPart(p.Text))
+				parts = append(parts, contentPart{Type: "text", Text: p.Text})
 			case p.InlineData != nil:
 				part, err := inlinePart(p.InlineData)
 				if err != nil {
@@ -132,24 +247,25 @@ func messages(contents []*genai.Content) ([]oai.ChatCompletionMessageParamUnion,
 				if !strings.HasPrefix(p.FileData.MIMEType, "image/") {
 					return nil, fmt.Errorf("file part %q (%s): only images can be sent by URL", p.FileData.FileURI, p.FileData.MIMEType)
 				}
-				parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: p.FileData.FileURI}))
+				parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: p.FileData.FileURI}})
 			}
 		}
 		switch {
-		case len(parts) == 1 && parts[0].OfText != nil:
-			out = append(out, oai.UserMessage(parts[0].OfText.Text))
+		case len(parts) == 1 && parts[0].Type == "text":
+			out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
 		case len(parts) > 0:
-			out = append(out, oai.UserMessage(parts))
+			out = append(out, chatMessage{Role: "user", Content: parts})
 		}
 	}
 	return out, nil
 }
 
 // assistantMessage maps a model turn: its text and its function calls.
-func assistantMessage(c *genai.Content, pending map[string][]string, synthetic *int) (oai.ChatCompletionMessageParamUnion, bool) {
-	var a oai.ChatCompletionAssistantMessageParam
+// pending is made when the first call without an id needs it.
+func assistantMessage(c *genai.Content, pending *map[string][]string, synthetic *int) (chatMessage, bool) {
+	m := chatMessage{Role: "assistant"}
 	if text := joinText(c, ""); text != "" {
-		a.Content.OfString = oai.String(text)
+		m.Content = text
 	}
 	for _, p := range c.Parts {
 		if p == nil || p.FunctionCall == nil {
@@ -159,21 +275,18 @@ func assistantMessage(c *genai.Content, pending map[string][]string, synthetic *
 		id := fc.ID
 		if id == "" {
 			*synthetic++
-			id = fmt.Sprintf("call_%d", *synthetic)
-			pending[fc.Name] = append(pending[fc.Name], id)
+			id = "call_" + strconv.Itoa(*synthetic)
+			if *pending == nil {
+				*pending = map[string][]string{}
+			}
+			(*pending)[fc.Name] = append((*pending)[fc.Name], id)
 		}
 		args, _ := json.Marshal(argsOrEmpty(fc.Args))
-		a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-				ID:       id,
-				Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: fc.Name, Arguments: string(args)},
-			},
+		m.ToolCalls = append(m.ToolCalls, chatToolCall{
+			ID: id, Type: "function", Function: functionCall{Name: fc.Name, Arguments: string(args)},
 		})
 	}
-	if a.Content.OfString.Valid() || len(a.ToolCalls) > 0 {
-		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, true
-	}
-	return oai.ChatCompletionMessageParamUnion{}, false
+	return m, m.Content != nil || len(m.ToolCalls) > 0
 }
 
 func argsOrEmpty(args map[string]any) map[string]any {
@@ -185,7 +298,7 @@ func argsOrEmpty(args map[string]any) map[string]any {
 
 // toolMessage maps a function response to a role "tool" message whose
 // content is the JSON of the response map.
-func toolMessage(fr *genai.FunctionResponse, pending map[string][]string) (oai.ChatCompletionMessageParamUnion, error) {
+func toolMessage(fr *genai.FunctionResponse, pending map[string][]string) (chatMessage, error) {
 	id := fr.ID
 	if id == "" {
 		if ids := pending[fr.Name]; len(ids) > 0 {
@@ -193,42 +306,38 @@ func toolMessage(fr *genai.FunctionResponse, pending map[string][]string) (oai.C
 		}
 	}
 	if id == "" {
-		return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("function response %q has no id and matches no earlier call", fr.Name)
+		return chatMessage{}, fmt.Errorf("function response %q has no id and matches no earlier call", fr.Name)
 	}
 	body, err := json.Marshal(argsOrEmpty(fr.Response))
 	if err != nil {
-		return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("function response %q: %w", fr.Name, err)
+		return chatMessage{}, fmt.Errorf("function response %q: %w", fr.Name, err)
 	}
-	return oai.ToolMessage(string(body), id), nil
+	return chatMessage{Role: "tool", Content: string(body), ToolCallID: id}, nil
 }
 
 // inlinePart maps inline bytes: images and audio as such, anything else
 // (PDFs, for example) as a file part.
-func inlinePart(b *genai.Blob) (oai.ChatCompletionContentPartUnionParam, error) {
+func inlinePart(b *genai.Blob) (contentPart, error) {
 	data := base64.StdEncoding.EncodeToString(b.Data)
 	mime := b.MIMEType
 	switch {
 	case strings.HasPrefix(mime, "image/"):
-		return oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mime + ";base64," + data}), nil
+		return contentPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + mime + ";base64," + data}}, nil
 	case mime == "audio/wav" || mime == "audio/x-wav" || mime == "audio/wave":
-		return oai.InputAudioContentPart(oai.ChatCompletionContentPartInputAudioInputAudioParam{Data: data, Format: "wav"}), nil
+		return contentPart{Type: "input_audio", InputAudio: &inputAudio{Data: data, Format: "wav"}}, nil
 	case mime == "audio/mpeg" || mime == "audio/mp3":
-		return oai.InputAudioContentPart(oai.ChatCompletionContentPartInputAudioInputAudioParam{Data: data, Format: "mp3"}), nil
+		return contentPart{Type: "input_audio", InputAudio: &inputAudio{Data: data, Format: "mp3"}}, nil
 	case mime != "":
-		f := oai.ChatCompletionContentPartFileFileParam{FileData: oai.String("data:" + mime + ";base64," + data)}
-		if b.DisplayName != "" {
-			f.Filename = oai.String(b.DisplayName)
-		}
-		return oai.FileContentPart(f), nil
+		return contentPart{Type: "file", File: &filePart{FileData: "data:" + mime + ";base64," + data, Filename: b.DisplayName}}, nil
 	}
-	return oai.ChatCompletionContentPartUnionParam{}, fmt.Errorf("inline data without a MIME type")
+	return contentPart{}, fmt.Errorf("inline data without a MIME type")
 }
 
 // tools maps function declarations. Provider built-ins (Google Search, code
 // execution, ...) have no chat-completions equivalent and are refused
 // rather than silently dropped.
-func tools(in []*genai.Tool) ([]oai.ChatCompletionToolUnionParam, error) {
-	var out []oai.ChatCompletionToolUnionParam
+func tools(in []*genai.Tool) ([]chatTool, error) {
+	var out []chatTool
 	for _, t := range in {
 		if t == nil {
 			continue
@@ -244,11 +353,7 @@ func tools(in []*genai.Tool) ([]oai.ChatCompletionToolUnionParam, error) {
 			if err != nil {
 				return nil, fmt.Errorf("function %q: %w", fd.Name, err)
 			}
-			def := shared.FunctionDefinitionParam{Name: fd.Name, Parameters: params}
-			if fd.Description != "" {
-				def.Description = oai.String(fd.Description)
-			}
-			out = append(out, oai.ChatCompletionFunctionTool(def))
+			out = append(out, chatTool{Type: "function", Function: functionDef{Name: fd.Name, Description: fd.Description, Parameters: params}})
 		}
 	}
 	return out, nil
@@ -257,6 +362,11 @@ func tools(in []*genai.Tool) ([]oai.ChatCompletionToolUnionParam, error) {
 // builtinTools names what t offers besides function declarations (Google
 // Search, code execution, URL context, ...), as genai's JSON keys.
 func builtinTools(t *genai.Tool) []string {
+	other := *t
+	other.FunctionDeclarations = nil
+	if reflect.ValueOf(other).IsZero() {
+		return nil // the usual case, without encoding the tool
+	}
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return []string{"(unencodable tool)"}
@@ -270,14 +380,14 @@ func builtinTools(t *genai.Tool) []string {
 // parameters returns the JSON Schema of a declaration's arguments:
 // ParametersJsonSchema as given, else Parameters converted, else an empty
 // object schema.
-func parameters(fd *genai.FunctionDeclaration) (shared.FunctionParameters, error) {
+func parameters(fd *genai.FunctionDeclaration) (map[string]any, error) {
 	switch {
 	case fd.ParametersJsonSchema != nil:
 		return toObject(fd.ParametersJsonSchema)
 	case fd.Parameters != nil:
 		return jsonSchema(fd.Parameters), nil
 	}
-	return shared.FunctionParameters{"type": "object", "properties": map[string]any{}}, nil
+	return map[string]any{"type": "object", "properties": map[string]any{}}, nil
 }
 
 // toObject turns any JSON-encodable schema value into a JSON object.
@@ -298,75 +408,69 @@ func toObject(v any) (map[string]any, error) {
 
 // toolChoice maps the function-calling mode: AUTO -> "auto", NONE ->
 // "none", ANY -> "required" (the one allowed function by name, or an
-// allowed_tools list when several are named).
-func toolChoice(tc *genai.ToolConfig) oai.ChatCompletionToolChoiceOptionUnionParam {
-	var out oai.ChatCompletionToolChoiceOptionUnionParam
+// allowed_tools list when several are named). nil leaves it out.
+func toolChoice(tc *genai.ToolConfig) any {
 	if tc == nil || tc.FunctionCallingConfig == nil {
-		return out
+		return nil
 	}
 	fcc := tc.FunctionCallingConfig
 	names := fcc.AllowedFunctionNames
 	switch fcc.Mode {
 	case genai.FunctionCallingConfigModeNone:
-		out.OfAuto = oai.String("none")
+		return "none"
 	case genai.FunctionCallingConfigModeAny:
 		switch len(names) {
 		case 0:
-			out.OfAuto = oai.String("required")
+			return "required"
 		case 1:
-			out = oai.ToolChoiceOptionFunctionToolChoice(oai.ChatCompletionNamedToolChoiceFunctionParam{Name: names[0]})
+			return namedTool(names[0])
 		default:
-			out = allowedTools("required", names)
+			return allowedTools("required", names)
 		}
 	case genai.FunctionCallingConfigModeAuto, genai.FunctionCallingConfigModeValidated:
 		if len(names) > 0 {
-			out = allowedTools("auto", names)
-		} else {
-			out.OfAuto = oai.String("auto")
+			return allowedTools("auto", names)
 		}
+		return "auto"
 	}
-	return out
+	return nil
 }
 
-func allowedTools(mode string, names []string) oai.ChatCompletionToolChoiceOptionUnionParam {
-	list := make([]map[string]any, len(names))
+func namedTool(name string) namedToolChoice {
+	c := namedToolChoice{Type: "function"}
+	c.Function.Name = name
+	return c
+}
+
+func allowedTools(mode string, names []string) allowedToolsChoice {
+	c := allowedToolsChoice{Type: "allowed_tools"}
+	c.AllowedTools.Mode = mode
+	c.AllowedTools.Tools = make([]namedToolChoice, len(names))
 	for i, n := range names {
-		list[i] = map[string]any{"type": "function", "function": map[string]any{"name": n}}
+		c.AllowedTools.Tools[i] = namedTool(n)
 	}
-	return oai.ToolChoiceOptionAllowedTools(oai.ChatCompletionAllowedToolsParam{
-		Mode:  oai.ChatCompletionAllowedToolsMode(mode),
-		Tools: list,
-	})
+	return c
 }
 
-// responseFormat maps an output schema: application/json with a schema ->
-// json_schema (name "output", strict false); application/json alone ->
+// responseFormatOf maps an output schema: application/json with a schema
+// -> json_schema (name "output", strict false); application/json alone ->
 // json_object.
-func responseFormat(cfg *genai.GenerateContentConfig) (oai.ChatCompletionNewParamsResponseFormatUnion, error) {
-	var out oai.ChatCompletionNewParamsResponseFormatUnion
+func responseFormatOf(cfg *genai.GenerateContentConfig) (*responseFormat, error) {
 	if cfg.ResponseMIMEType != "application/json" {
-		return out, nil
+		return nil, nil
 	}
 	var schema map[string]any
 	switch {
 	case cfg.ResponseJsonSchema != nil:
 		s, err := toObject(cfg.ResponseJsonSchema)
 		if err != nil {
-			return out, fmt.Errorf("response schema: %w", err)
+			return nil, fmt.Errorf("response schema: %w", err)
 		}
 		schema = s
 	case cfg.ResponseSchema != nil:
 		schema = jsonSchema(cfg.ResponseSchema)
 	default:
-		out.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
-		return out, nil
+		return &responseFormat{Type: "json_object"}, nil
 	}
-	out.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-			Name:   outputSchemaName,
-			Strict: oai.Bool(false),
-			Schema: schema,
-		},
-	}
-	return out, nil
+	return &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaFormat{Name: outputSchemaName, Schema: schema}}, nil
 }

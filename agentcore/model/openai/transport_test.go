@@ -55,7 +55,11 @@ func TestConnectionsReused(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if n := dials.Load(); n > concurrent {
-		t.Errorf("%d connections dialed for %d rounds of %d concurrent calls; want at most %d", n, rounds, concurrent, concurrent)
+	// A connection goes back to the pool just after its caller read the
+	// answer's end, so a call of the next round can dial once or twice
+	// before it is back; with net/http's default of two idle connections
+	// per host it would be 16 + 2*14.
+	if n, limit := dials.Load(), int64(concurrent+concurrent/2); n > limit {
+		t.Errorf("%d connections dialed for %d rounds of %d concurrent calls; want at most %d", n, rounds, concurrent, limit)
 	}
 }
