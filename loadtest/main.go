@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.openStreams, "open-streams", 1000, "concurrent open streams for the memory-per-stream figure (0 skips it)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4096, "bound on turns in flight at once")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "a prebuilt agentgate binary (default: build ./cmd/gateway)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs are read and dropped)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs go to a file in the run's temporary directory)")
 	quick := fs.Bool("quick", false, "a short smoke run: 1s per phase at low rates, 100 open streams")
 	if err := fs.Parse(args); err != nil {
 		return err
