@@ -47,16 +47,30 @@ type Sample struct {
 type Result struct {
 	N, Errors int
 	FirstErr  error
-	Elapsed   time.Duration
+	Elapsed   time.Duration   // how long the turns took to start
 	Lat, TTFT []time.Duration // sorted
 }
 
-// Throughput is completed turns per second.
+// Throughput is turns completed without error per second of schedule.
 func (r Result) Throughput() float64 {
 	if r.Elapsed <= 0 {
 		return 0
 	}
 	return float64(r.N-r.Errors) / r.Elapsed.Seconds()
+}
+
+// add folds the turns of o (a later block of the same phase) into r.
+func (r *Result) add(o Result) {
+	r.N += o.N
+	r.Errors += o.Errors
+	if r.FirstErr == nil {
+		r.FirstErr = o.FirstErr
+	}
+	r.Elapsed += o.Elapsed
+	r.Lat = append(r.Lat, o.Lat...)
+	r.TTFT = append(r.TTFT, o.TTFT...)
+	slices.Sort(r.Lat)
+	slices.Sort(r.TTFT)
 }
 
 // Pct returns the p-th percentile (0-100) of sorted durations.
@@ -89,8 +103,12 @@ func runLoad(ctx context.Context, rate, n, maxInFlight int, do func(ctx context.
 			samples[i] = do(ctx, i)
 		}()
 	}
+	// Elapsed is the schedule's length (it stretches when turns cannot
+	// start on time), not the wait for the last turns to end: blocks of
+	// streamed turns would otherwise count each block's tail.
+	elapsed := time.Since(start) + interval
 	wg.Wait()
-	r := Result{N: n, Elapsed: time.Since(start)}
+	r := Result{N: n, Elapsed: elapsed}
 	for _, s := range samples {
 		if s.Err != nil {
 			r.Errors++

@@ -44,6 +44,7 @@ type options struct {
 	interval    time.Duration
 	openStreams int
 	maxInFlight int
+	block       time.Duration
 	gatewayBin  string
 	logLevel    string
 }
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.rate, "rate", 1000, "turns per second for the non-streaming scenario")
 	fs.IntVar(&o.streamRate, "stream-rate", 200, "turns per second for the streaming scenarios")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and path")
+	fs.DurationVar(&o.block, "block", time.Second, "the measured turns of the two paths run in alternating blocks of this length")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time per scenario and path, before measuring")
 	fs.DurationVar(&o.latency, "latency", 5*time.Millisecond, "mock upstream: time before the first byte of every answer")
 	fs.IntVar(&o.chunks, "chunks", 20, "mock upstream: content deltas per streamed answer")
@@ -81,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]string{"rate": "100", "stream-rate": "50", "duration": "1s", "warmup": "200ms", "open-streams": "100"} {
+		for name, v := range map[string]string{"rate": "100", "stream-rate": "50", "duration": "1s", "block": "500ms", "warmup": "200ms", "open-streams": "100"} {
 			if !set[name] {
 				_ = fs.Set(name, v)
 			}
@@ -194,28 +196,36 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 			}
 			return fmt.Sprintf("lt-%s-%s-%d", sc.Key, phase, i)
 		}
-		fmt.Fprintf(log, "[%s] %s: %d turns at %d/s, direct then through agentgate ...\n", setup, sc.Name, n, rate)
+		fmt.Fprintf(log, "[%s] %s: %d turns at %d/s on each path, in alternating blocks of %v ...\n", setup, sc.Name, n, rate, o.block)
 		directDo := func(ctx context.Context, i int) Sample { return c.direct(ctx, up.BaseURL(), sc) }
+		viaDo := func(phase string) func(ctx context.Context, i int) Sample {
+			return func(ctx context.Context, i int) Sample { return c.viaGateway(ctx, gw.base, sc, session(phase, i)) }
+		}
 		runLoad(ctx, rate, warm, o.maxInFlight, directDo)
-		direct := runLoad(ctx, rate, n, o.maxInFlight, directDo)
-
-		runLoad(ctx, rate, warm, o.maxInFlight, func(ctx context.Context, i int) Sample {
-			return c.viaGateway(ctx, gw.base, sc, session("warm", i))
-		})
+		runLoad(ctx, rate, warm, o.maxInFlight, viaDo("warm"))
 		m0, err := gw.Metrics(ctx)
 		if err != nil {
 			return err
 		}
-		p0, err := gw.Proc()
-		if err != nil {
-			return err
-		}
-		via := runLoad(ctx, rate, n, o.maxInFlight, func(ctx context.Context, i int) Sample {
-			return c.viaGateway(ctx, gw.base, sc, session("run", i))
-		})
-		p1, err := gw.Proc()
-		if err != nil {
-			return err
+		// The paths take turns, a block each, so that both see the same
+		// machine: on shared CPUs, whatever else runs meanwhile (builds,
+		// GC in the load generator) lands on both instead of on one.
+		var direct, via Result
+		var cpu time.Duration
+		perBlock := max(1, int(o.block.Seconds()*float64(rate)))
+		for done := 0; done < n && ctx.Err() == nil; done += perBlock {
+			k := min(perBlock, n-done)
+			direct.add(runLoad(ctx, rate, k, o.maxInFlight, func(ctx context.Context, i int) Sample { return directDo(ctx, done+i) }))
+			p0, err := gw.Proc()
+			if err != nil {
+				return err
+			}
+			via.add(runLoad(ctx, rate, k, o.maxInFlight, func(ctx context.Context, i int) Sample { return viaDo("run")(ctx, done+i) }))
+			p1, err := gw.Proc()
+			if err != nil {
+				return err
+			}
+			cpu += p1.CPU - p0.CPU
 		}
 		m1, err := gw.Metrics(ctx)
 		if err != nil {
@@ -223,7 +233,7 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		}
 		ops := sumPrefix(m1, "agentgate_session_store_operations_total") - sumPrefix(m0, "agentgate_session_store_operations_total")
 		rep.rows = append(rep.rows, row{Scenario: sc, Setup: setup, Rate: rate, Direct: direct, Via: via,
-			CPU: p1.CPU - p0.CPU, StoreOps: ops})
+			CPU: cpu, StoreOps: ops})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -46,9 +46,10 @@ func (r *report) write(w io.Writer, args []string) {
 	fmt.Fprintf(w, "Command: `%s`\n\n", cmd)
 	fmt.Fprintf(w, "Machine: %d CPUs (`%s`), %s, %s; load average at start %s. The mock upstream and the load\n", m.CPUs, m.CPU, m.OS, m.Go, m.LoadAvg)
 	fmt.Fprintf(w, "generator share those CPUs with agentgate.\n\n")
-	fmt.Fprintf(w, "Mock upstream: %s before the first byte; streamed answers are %d deltas %s apart. Each phase: %s\n",
+	fmt.Fprintf(w, "Mock upstream: %s before the first byte; streamed answers are %d deltas %s apart. Each path: %s\n",
 		o.latency, o.chunks, o.interval, o.duration)
-	fmt.Fprintf(w, "measured after %s of warm-up; turns start on an open-loop schedule. Session setups: `memory` and\n", o.warmup)
+	fmt.Fprintf(w, "measured after %s of warm-up, the two paths taking turns in blocks of %s; turns start on an\n", o.warmup, o.block)
+	fmt.Fprintf(w, "open-loop schedule. Session setups: `memory` and\n")
 	fmt.Fprintf(w, "`redis` send every turn on a new session (`X-Session-Id`), `stateless` sends none.\n\n")
 
 	fmt.Fprintln(w, "Latency and time to first token (TTFT: to the first content delta), in ms:")
