@@ -38,7 +38,7 @@ const maxEvent = 32 << 20
 var errEventTooLong = fmt.Errorf("a server-sent event longer than %d MiB", maxEvent>>20)
 
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 8<<10)}
+	return &sseReader{r: bufio.NewReaderSize(r, 4<<10)} // longer lines go to s.long
 }
 
 // next returns the next event's data, valid until the next call; io.EOF
