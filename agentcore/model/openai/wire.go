@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +13,16 @@ import (
 // The response side of chat completions, decoded by this package.
 //
 // openai-go sends the request (body, auth, retries, error statuses), but a
-// successful body is read here, with encoding/json into the few fields the
-// provider uses: openai-go's own decoding (reflection per field and chunk,
-// and a metadata map for every object) was about half of the gateway's CPU
-// on a streamed turn. The structs are as lenient as openai-go's: a field of
-// an unexpected type is left empty instead of failing the call (see
-// decodeBody), and unknown fields are ignored.
+// successful body is read here, into the few fields the provider uses:
+// openai-go's own decoding (reflection per field and chunk, and a metadata
+// map for every object) was about half of the gateway's CPU on a streamed
+// turn, and encoding/json's reflection still 15 %, so the structs are
+// filled by a decoder of their own (wire_decode.go) and the stream is
+// framed by sseReader (wire_sse.go). The json tags are the contract that
+// decoder follows (it is tested against encoding/json with them). The
+// structs are as lenient as openai-go's: a field of an unexpected type is
+// left empty instead of failing the call (see decodeBody), and unknown
+// fields are ignored.
 
 // wireCompletion is a chat.completion (non-streamed) or a
 // chat.completion.chunk (streamed; choices carry a delta instead of a
@@ -81,45 +84,54 @@ type wireUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-// decodeBody decodes one JSON document into c. A value of the wrong type
-// (a number where a string belongs, an array of content parts, ...) leaves
-// its field empty and is not an error, as with openai-go; malformed JSON
-// is.
+// decodeBody decodes one JSON document into c, with the decoder of
+// wire_decode.go. A value of the wrong type (a number where a string
+// belongs, an array of content parts, ...) leaves its field empty and is
+// not an error, as with openai-go; malformed JSON is.
 func decodeBody(data []byte, c *wireCompletion) error {
-	err := json.Unmarshal(data, c)
-	if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return nil
-	}
-	return err
+	var d decoder
+	return d.decode(data, c)
 }
+
+// maxBody bounds what a Content-Length makes readCompletion allocate ahead.
+const maxBody = 8 << 20
 
 // readCompletion reads and decodes a non-streamed answer and closes the
 // body, so that the connection goes back to the pool.
 func readCompletion(resp *http.Response) (*wireCompletion, error) {
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n < maxBody {
+		buf.Grow(int(n) + bytes.MinRead) // one allocation when the length is right
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("error reading response body: %w", err)
 	}
 	var c wireCompletion
-	if err := decodeBody(data, &c); err != nil {
+	if err := decodeBody(buf.Bytes(), &c); err != nil {
 		return nil, fmt.Errorf("error parsing response json: %w", err)
 	}
 	return &c, nil
 }
 
-// chunkStream reads a streamed answer: openai-go's server-sent-events
-// decoder frames the events, and each event's data is decoded here, with
-// the rules of openai-go's ssestream.Stream: "[DONE]" ends the stream, an
-// event with an "error" member ends it with a *ssestream.StreamError.
+// chunkStream reads a streamed answer: sseReader (wire_sse.go) frames the
+// events and each event's data is decoded here, with the rules of
+// openai-go's ssestream.Stream: "[DONE]" ends the stream, an event with an
+// "error" member ends it with a *ssestream.StreamError. cur is valid until
+// the next call of next.
 type chunkStream struct {
-	dec ssestream.Decoder
-	cur wireCompletion
-	err error
+	body io.Closer
+	sse  *sseReader
+	dec  decoder
+	cur  wireCompletion
+	err  error
 }
 
 func newChunkStream(resp *http.Response) *chunkStream {
-	return &chunkStream{dec: ssestream.NewDecoder(resp)}
+	if resp == nil || resp.Body == nil {
+		return &chunkStream{}
+	}
+	return &chunkStream{body: resp.Body, sse: newSSEReader(resp.Body)}
 }
 
 var doneData = []byte("[DONE]")
@@ -127,15 +139,17 @@ var doneData = []byte("[DONE]")
 // next decodes the next chunk into s.cur; false at the end of the stream
 // or on an error (see err).
 func (s *chunkStream) next() bool {
-	if s.err != nil || s.dec == nil {
+	if s.err != nil || s.sse == nil {
 		return false
 	}
-	if !s.dec.Next() {
-		s.err = s.dec.Err()
+	data, err := s.sse.next()
+	if err != nil {
+		if err != io.EOF {
+			s.err = err
+		}
 		return false
 	}
-	ev := s.dec.Event()
-	if bytes.HasPrefix(ev.Data, doneData) {
+	if bytes.HasPrefix(data, doneData) {
 		return false
 	}
 	// The choices' array is reused from chunk to chunk, cleared: the
@@ -143,11 +157,12 @@ func (s *chunkStream) next() bool {
 	choices := s.cur.Choices[:cap(s.cur.Choices)]
 	clear(choices)
 	s.cur = wireCompletion{Choices: choices[:0]}
-	if err := decodeBody(ev.Data, &s.cur); err != nil {
+	if err := s.dec.decode(data, &s.cur); err != nil {
 		s.err = err
 		return false
 	}
 	if len(s.cur.Error) > 0 {
+		ev := ssestream.Event{Type: s.sse.event, Data: bytes.Clone(data)}
 		s.err = &ssestream.StreamError{Message: "received error while streaming: " + string(s.cur.Error), Event: ev}
 		return false
 	}
@@ -155,7 +170,7 @@ func (s *chunkStream) next() bool {
 }
 
 func (s *chunkStream) close() {
-	if s.dec != nil {
-		_ = s.dec.Close()
+	if s.body != nil {
+		_ = s.body.Close()
 	}
 }
