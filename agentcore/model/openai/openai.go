@@ -3,15 +3,16 @@
 // style deployments, ...).
 //
 // It speaks the API itself, over net/http, with wire types of its own for
-// what it sends (request.go) and a decoder of its own for what it reads
-// (wire.go); openai-go, the only package here that imports it, frames the
-// server-sent events of a stream. Sending through openai-go's client was a
-// third of the gateway's CPU per non-streamed turn (its param unions
+// what it sends (request.go) and a decoder and SSE reader of its own for
+// what it reads (wire*.go); of openai-go only the type of an in-band stream
+// error remains (ssestream.StreamError). Sending through openai-go's client
+// was a third of the gateway's CPU per non-streamed turn (its param unions
 // encoded by reflection, a request config rebuilt from options and the
 // headers cloned per attempt, and a body wrapper that made net/http flush
-// the headers in a packet of their own). Its contract is kept: explicit
-// config only, retries before any output with backoff that honours
-// Retry-After, errors from the OpenAI error envelope.
+// the headers in a packet of their own), its decoding half of a streamed
+// turn's. Its contract is kept: explicit config only, retries before any
+// output with backoff that honours Retry-After, errors from the OpenAI
+// error envelope.
 //
 // A Provider is built once from config and is safe for concurrent use; its
 // models share one HTTP client. Nothing here reads the environment: the key,

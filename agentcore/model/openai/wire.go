@@ -12,9 +12,8 @@ import (
 
 // The response side of chat completions, decoded by this package.
 //
-// openai-go sends the request (body, auth, retries, error statuses), but a
-// successful body is read here, into the few fields the provider uses:
-// openai-go's own decoding (reflection per field and chunk, and a metadata
+// A successful body is read here, into the few fields the provider uses:
+// openai-go's decoding (used before the provider sent its requests itself) (reflection per field and chunk, and a metadata
 // map for every object) was about half of the gateway's CPU on a streamed
 // turn, and encoding/json's reflection still 15 %, so the structs are
 // filled by a decoder of their own (wire_decode.go) and the stream is
