@@ -357,14 +357,7 @@ func TestSessionTurnStoreOperations(t *testing.T) {
 					t.Fatalf("turn %d: status %d", i, resp.StatusCode)
 				}
 			}
-			got := map[string]float64{}
-			const prefix = "agentgate_session_store_operations_total{"
-			for k, v := range scrape(t, f.srv.URL) {
-				if labels, ok := strings.CutPrefix(k, prefix); ok && v != 0 {
-					got[strings.TrimSuffix(labels, "}")] = v
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, storeOps(t, f)); diff != "" {
 				t.Errorf("store operations of two turns (-want +got):\n%s", diff)
 			}
 			sess, err := tt.store(f).Get(t.Context(), sessions.GetRequest{AppName: "fake", UserID: "anonymous", SessionID: "s-ops"})
@@ -377,6 +370,75 @@ func TestSessionTurnStoreOperations(t *testing.T) {
 			// The session was created with the conversation's parameters.
 			if got := agentcore.ParamsFromState(sess.State[agentcore.ParamsStateKey]); got.Len() != 1 {
 				t.Errorf("stored parameters %v, want the request's account", sess.State[agentcore.ParamsStateKey])
+			}
+		})
+	}
+}
+
+// storeOps scrapes the session-store operations counted so far, by their
+// labels ("op=\"lock\",outcome=\"ok\"").
+func storeOps(t *testing.T, f *obsFixture) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	const prefix = "agentgate_session_store_operations_total{"
+	for k, v := range scrape(t, f.srv.URL) {
+		if labels, ok := strings.CutPrefix(k, prefix); ok && v != 0 {
+			got[strings.TrimSuffix(labels, "}")] = v
+		}
+	}
+	return got
+}
+
+// A native run reads its session under the run lock, once: with a store
+// that locks with its read, the lock and the turn's write are all.
+func TestNativeRunStoreOperations(t *testing.T) {
+	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}
+	for _, tt := range []struct {
+		name string
+		opts []fixtureOpt
+		want map[string]float64
+	}{
+		{"memory store and locker", nil, map[string]float64{
+			`op="lock",outcome="ok"`: 1, `op="get",outcome="ok"`: 1, `op="append_event",outcome="ok"`: 1, `op="unlock",outcome="ok"`: 1,
+		}},
+		{"a store that locks with its read", []fixtureOpt{withStoreLocker(locking)}, map[string]float64{
+			`op="lock",outcome="ok"`: 1, `op="append_event",outcome="ok"`: 1,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newObsFixture(t, nil, tt.opts...)
+			resp := f.post("/apps/fake/users/u/sessions/s-native", `{}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("create: status %d", resp.StatusCode)
+			}
+			before := storeOps(t, f)
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"s-native","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("run: status %d", resp.StatusCode)
+			}
+			got := storeOps(t, f)
+			for k, v := range before {
+				if got[k] -= v; got[k] == 0 {
+					delete(got, k)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("store operations of a run (-want +got):\n%s", diff)
+			}
+			// A missing session is still 404, and leaves its lock free.
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"nope","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("run on a missing session: status %d, want 404", resp.StatusCode)
+			}
+			resp = f.post("/apps/fake/users/u/sessions/nope", `{}`)
+			resp.Body.Close()
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"nope","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("run after the 404 and a create: status %d, want 200 (the lock was let go)", resp.StatusCode)
 			}
 		})
 	}
