@@ -202,6 +202,9 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 		sess, err := req.Session, error(nil)
 		switch {
 		case sess != nil && sess.ID == req.SessionID && sess.AppName == r.cfg.AppName && sess.UserID == req.UserID:
+		case r.cfg.AutoCreateSession && req.SessionID == "":
+			// No session named: a new one, with a generated id.
+			sess, err = r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID})
 		case r.cfg.AutoCreateSession:
 			sess, err = sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
 		default:
