@@ -97,16 +97,10 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 
-	svc := parent.sh.svc.sessions
-	key := sessions.GetRequest{AppName: parent.AppName(), UserID: parent.UserID(), SessionID: childID}
-	sess, err := svc.Get(ctx, key)
-	if errors.Is(err, sessions.ErrNotFound) {
-		sess, err = svc.Create(ctx, sessions.CreateRequest{AppName: key.AppName, UserID: key.UserID, SessionID: childID,
-			State: paramsState(values)})
-		if errors.Is(err, sessions.ErrExists) {
-			sess, err = svc.Get(ctx, key)
-		}
-	}
+	// Read and, on the first call, created in one step (one round trip on
+	// Redis); the parameters are stored with a new sub-conversation only.
+	sess, err := sessions.GetOrCreate(ctx, parent.sh.svc.sessions, sessions.CreateRequest{AppName: parent.AppName(),
+		UserID: parent.UserID(), SessionID: childID, State: paramsState(values)})
 	if err != nil {
 		return nil, err
 	}

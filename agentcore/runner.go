@@ -200,11 +200,15 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 		newInvID: req.InvocationID}
 	run.events = func(yield func(*sessions.Event, error) bool) {
 		sess, err := req.Session, error(nil)
-		if sess == nil || sess.ID != req.SessionID || sess.AppName != r.cfg.AppName || sess.UserID != req.UserID {
+		switch {
+		case sess != nil && sess.ID == req.SessionID && sess.AppName == r.cfg.AppName && sess.UserID == req.UserID:
+		case r.cfg.AutoCreateSession && req.SessionID == "":
+			// No session named: a new one, with a generated id.
+			sess, err = r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID})
+		case r.cfg.AutoCreateSession:
+			sess, err = sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+		default:
 			sess, err = r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
-		}
-		if errors.Is(err, sessions.ErrNotFound) && r.cfg.AutoCreateSession {
-			sess, err = r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
 		}
 		if err != nil {
 			yield(nil, err)

@@ -198,3 +198,23 @@ func TestMissingSessionWithoutAutoCreate(t *testing.T) {
 		t.Fatalf("run on a missing session: err = %v, want sessions.ErrNotFound", err)
 	}
 }
+
+// With AutoCreateSession a run on a missing session creates it with its
+// turn (once: the next run continues it), and a run that names no session
+// gets a new one with a generated id.
+func TestAutoCreateSession(t *testing.T) {
+	h := newHarness(t, &stubAgent{name: "root"})
+	h.mustRun("new", userText("hi"), agentcore.RunConfig{})
+	h.mustRun("new", userText("again"), agentcore.RunConfig{})
+	if got := h.session("new"); len(got.Events) < 2 || got.Events[0].Text() != "hi" {
+		t.Errorf("session new: %d events, want both turns' messages", len(got.Events))
+	}
+	h.mustRun("", userText("hi"), agentcore.RunConfig{})
+	list, err := h.svc.List(t.Context(), sessions.ListRequest{AppName: "app", UserID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 2 {
+		t.Errorf("%d sessions after runs on \"new\" and on no session, want 2", len(list.Sessions))
+	}
+}

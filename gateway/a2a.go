@@ -295,9 +295,15 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 	if !validSessionID(contextID) || strings.Contains(contextID, "/") {
 		return nil, invalidParams("contextId must be at most 256 characters, without '/' or control characters, and may not start with '~'.")
 	}
-	release, err := s.cfg.Locker.Acquire(ctx, a.ID, user, contextID, s.cfg.BusyWait)
-	if err != nil {
-		return nil, err
+	// A new context is created with the lock and the read; a task's
+	// follow-up cannot start one.
+	var create *sessions.CreateRequest
+	if msg.TaskID == "" {
+		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: contextID, State: paramsState(params)}
+	}
+	sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: contextID}, create)
+	if release == nil {
+		return nil, err // not locked
 	}
 	ok := false
 	defer func() {
@@ -305,17 +311,15 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 			release()
 		}
 	}()
-	sess, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: contextID})
-	if errors.Is(err, sessions.ErrNotFound) {
-		if msg.TaskID != "" {
-			return nil, taskNotFound(msg.TaskID)
-		}
-		sess, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: contextID, State: paramsState(params)})
+	if errors.Is(err, sessions.ErrNotFound) && msg.TaskID != "" {
+		return nil, taskNotFound(msg.TaskID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	req := agentcore.RunRequest{UserID: user, SessionID: contextID, Config: agentcore.RunConfig{Streaming: stream}, Params: params}
+	// The session read under the lock: the runner need not read it again.
+	req := agentcore.RunRequest{UserID: user, SessionID: contextID, Config: agentcore.RunConfig{Streaming: stream}, Params: params,
+		Session: sess}
 	taskID := msg.TaskID
 	if taskID != "" {
 		if prev != nil {

@@ -147,22 +147,29 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	}
 	annotate(c, slog.String("session_id", req.SessionID))
 	ctx := c.Request.Context()
-	sess, err := s.getVisibleSession(ctx, a.ID, req.UserID, req.SessionID)
-	if err != nil {
-		return nil, err
+	if strings.HasPrefix(req.SessionID, "~") {
+		return nil, sessionNotFound(req.SessionID) // the gateway's own records
 	}
-	if req.InvocationID != "" {
-		if err := checkInvocation(sess, req.InvocationID, msg); err != nil {
-			return nil, err
-		}
+	// The session is read under its run lock (one round trip when the store
+	// can) and handed to the runner, which need not read it again.
+	sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: req.UserID, SessionID: req.SessionID}, nil)
+	if release == nil {
+		return nil, err // not locked
 	}
-	release, err := s.cfg.Locker.Acquire(ctx, a.ID, req.UserID, req.SessionID, s.cfg.BusyWait)
+	if errors.Is(err, sessions.ErrNotFound) {
+		err = sessionNotFound(req.SessionID)
+	}
+	if err == nil && req.InvocationID != "" {
+		err = checkInvocation(sess, req.InvocationID, msg)
+	}
 	if err != nil {
+		release()
 		return nil, err
 	}
 	return &nativeTurn{app: a, release: release, splitArtifacts: req.FunctionCallEventID == "",
 		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta, Params: s.trustedParams(ctx, a),
-			Config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}}, nil
+			Config:  agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents},
+			Session: sess}}, nil
 }
 
 // checkInvocation honours invocationId: it names the paused invocation the

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
@@ -63,7 +65,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 	return out
 }
 
-func newObsFixture(t *testing.T, fake fakeFn) *obsFixture {
+func newObsFixture(t *testing.T, fake fakeFn, opts ...fixtureOpt) *obsFixture {
 	t.Helper()
 	logs := &syncBuffer{}
 	set := spec.Set{
@@ -81,10 +83,10 @@ func newObsFixture(t *testing.T, fake fakeFn) *obsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixtureWith(t, set, fake, func(c *gateway.Config) {
+	f := newFixtureWith(t, set, fake, append(opts, func(c *gateway.Config) {
 		c.Metrics = m
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	})
+	})...)
 	return &obsFixture{fixture: f, logs: logs}
 }
 
@@ -177,7 +179,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		{`agentgate_tool_calls_total{outcome="ok",tool="other"}`, 1},
 		{`agentgate_tool_call_duration_seconds_count{tool="summarizer"}`, 1},
 		{`agentgate_transfers_total{from="coordinator",to="greeter"}`, 1},
-		{`agentgate_session_store_operations_total{op="get",outcome="not_found"}`, 1},
+		{`agentgate_session_store_operations_total{op="get_or_create",outcome="ok"}`, 1},
 		{`agentgate_session_store_operations_total{op="create",outcome="ok"}`, 1},
 		{`agentgate_session_store_operations_total{op="append_event",outcome="ok"}`, 2},
 		{`agentgate_session_store_operations_total{op="lock",outcome="ok"}`, 1},
@@ -322,31 +324,157 @@ func TestMetricsStoreWrapper(t *testing.T) {
 }
 
 // A turn on a session reads it from the store once: the runner uses the
-// session the gateway read under the run lock. Per turn: lock, get (and
-// create on the first), one append of the whole turn, unlock.
+// session the gateway read under the run lock, and a new session is made by
+// that read. Per turn, with the in-memory store and locker: lock, get or
+// create, one append of the whole turn, unlock. With a store that takes the
+// lock with its read (and creates a new session in it), as Redis does:
+// that one "lock" and the append (the write releases the lease).
 func TestSessionTurnStoreOperations(t *testing.T) {
-	f := newObsFixture(t, nil)
-	for i := range 2 {
-		resp := f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", "s-ops")
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("turn %d: status %d", i, resp.StatusCode)
-		}
-	}
-	got := scrape(t, f.srv.URL)
-	ops := func(op, outcome string) float64 {
-		return got[`agentgate_session_store_operations_total{op="`+op+`",outcome="`+outcome+`"}`]
-	}
-	for _, c := range []struct {
-		op, outcome string
-		want        float64
+	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}
+	tests := []struct {
+		name  string
+		opts  []fixtureOpt
+		store func(f *obsFixture) sessions.Service
+		want  map[string]float64
 	}{
-		{"lock", "ok", 2}, {"unlock", "ok", 2},
-		{"get", "not_found", 1}, {"create", "ok", 1}, {"get", "ok", 1},
-		{"append_event", "ok", 2}, // the user's message and the answer in one batch, twice
-	} {
-		if n := ops(c.op, c.outcome); n != c.want {
-			t.Errorf("%s/%s: %v operations, want %v", c.op, c.outcome, n, c.want)
+		{"memory store and locker", nil, func(f *obsFixture) sessions.Service { return f.store }, map[string]float64{
+			`op="lock",outcome="ok"`: 2, `op="unlock",outcome="ok"`: 2,
+			`op="get_or_create",outcome="ok"`: 2,
+			`op="append_event",outcome="ok"`:  2, // the user's message and the answer in one batch, twice
+		}},
+		{"a store that locks with its read", []fixtureOpt{withStoreLocker(locking)}, func(*obsFixture) sessions.Service { return locking }, map[string]float64{
+			`op="lock",outcome="ok"`: 2, `op="append_event",outcome="ok"`: 2,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newObsFixture(t, nil, tt.opts...)
+			for i := range 2 {
+				resp := f.post("/v1/chat/completions", `{"model":"fake","metadata":{"param.account":"a-1"},"messages":[{"role":"user","content":"x"}]}`,
+					"X-Session-Id", "s-ops")
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("turn %d: status %d", i, resp.StatusCode)
+				}
+			}
+			if diff := cmp.Diff(tt.want, storeOps(t, f)); diff != "" {
+				t.Errorf("store operations of two turns (-want +got):\n%s", diff)
+			}
+			sess, err := tt.store(f).Get(t.Context(), sessions.GetRequest{AppName: "fake", UserID: "anonymous", SessionID: "s-ops"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sess.Events) != 4 {
+				t.Errorf("%d events stored, want 4", len(sess.Events))
+			}
+			// The session was created with the conversation's parameters.
+			if got := agentcore.ParamsFromState(sess.State[agentcore.ParamsStateKey]); got.Len() != 1 {
+				t.Errorf("stored parameters %v, want the request's account", sess.State[agentcore.ParamsStateKey])
+			}
+		})
+	}
+}
+
+// storeOps scrapes the session-store operations counted so far, by their
+// labels ("op=\"lock\",outcome=\"ok\"").
+func storeOps(t *testing.T, f *obsFixture) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	const prefix = "agentgate_session_store_operations_total{"
+	for k, v := range scrape(t, f.srv.URL) {
+		if labels, ok := strings.CutPrefix(k, prefix); ok && v != 0 {
+			got[strings.TrimSuffix(labels, "}")] = v
 		}
 	}
+	return got
+}
+
+// A native run reads its session under the run lock, once: with a store
+// that locks with its read, the lock and the turn's write are all.
+func TestNativeRunStoreOperations(t *testing.T) {
+	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}
+	for _, tt := range []struct {
+		name string
+		opts []fixtureOpt
+		want map[string]float64
+	}{
+		{"memory store and locker", nil, map[string]float64{
+			`op="lock",outcome="ok"`: 1, `op="get",outcome="ok"`: 1, `op="append_event",outcome="ok"`: 1, `op="unlock",outcome="ok"`: 1,
+		}},
+		{"a store that locks with its read", []fixtureOpt{withStoreLocker(locking)}, map[string]float64{
+			`op="lock",outcome="ok"`: 1, `op="append_event",outcome="ok"`: 1,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newObsFixture(t, nil, tt.opts...)
+			resp := f.post("/apps/fake/users/u/sessions/s-native", `{}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("create: status %d", resp.StatusCode)
+			}
+			before := storeOps(t, f)
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"s-native","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("run: status %d", resp.StatusCode)
+			}
+			got := storeOps(t, f)
+			for k, v := range before {
+				if got[k] -= v; got[k] == 0 {
+					delete(got, k)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("store operations of a run (-want +got):\n%s", diff)
+			}
+			// A missing session is still 404, and leaves its lock free.
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"nope","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("run on a missing session: status %d, want 404", resp.StatusCode)
+			}
+			resp = f.post("/apps/fake/users/u/sessions/nope", `{}`)
+			resp.Body.Close()
+			resp = f.post("/run", `{"appName":"fake","userId":"u","sessionId":"nope","newMessage":{"parts":[{"text":"x"}]}}`)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("run after the 404 and a create: status %d, want 200 (the lock was let go)", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// lockingMemory is a store that takes a session's run lock with its read,
+// and creates a new session in the same step, as the Redis store does:
+// here the in-memory store and locker, one after the other.
+type lockingMemory struct {
+	*sessions.MemoryService
+	*sessions.MemoryLocker
+}
+
+func (m *lockingMemory) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	release, err := m.Acquire(ctx, req.AppName, req.UserID, req.SessionID, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := m.Get(ctx, req)
+	return sess, release, err
+}
+
+func (m *lockingMemory) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	release, err := m.Acquire(ctx, req.AppName, req.UserID, req.SessionID, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := m.GetOrCreate(ctx, req)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sess, release, nil
+}
+
+// withStoreLocker makes s the gateway's store and its locker.
+func withStoreLocker(s *lockingMemory) fixtureOpt {
+	return func(c *gateway.Config) { c.Sessions, c.Locker = s, s }
 }

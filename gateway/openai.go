@@ -185,17 +185,19 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	switch {
 	case sid != "":
 		turn.sessionID, turn.stored, turn.echoSession = sid, true, true
-		sess, err := s.lockAndGet(ctx, turn, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid})
-		if turn.release == nil {
+		// A new session is created with the lock and the read; tool
+		// results cannot start one (they answer a call of a paused turn).
+		var create *sessions.CreateRequest
+		if len(responses) == 0 {
+			create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid, State: paramsState(rr.Params)}
+		}
+		sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid}, create)
+		if release == nil {
 			return nil, err // not locked
 		}
-		if errors.Is(err, sessions.ErrNotFound) {
-			if len(responses) > 0 {
-				turn.release()
-				return nil, &agentcore.UnknownCallError{ID: responses[0].ID}
-			}
-			sess, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid,
-				State: paramsState(rr.Params)})
+		turn.release = release
+		if errors.Is(err, sessions.ErrNotFound) && len(responses) > 0 {
+			err = &agentcore.UnknownCallError{ID: responses[0].ID}
 		}
 		if err != nil {
 			turn.release()
@@ -241,20 +243,27 @@ func cmpOr(vals ...string) string {
 	return ""
 }
 
-// lockAndGet takes the session's run lock and reads it: in one round trip
-// when the store can. turn.release is set once the lock is held (also when
-// the session does not exist).
-func (s *Server) lockAndGet(ctx context.Context, turn *chatTurn, req sessions.GetRequest) (*sessions.Session, error) {
-	turn.release = nil
-	if s.lockGet != nil {
-		sess, release, err := s.lockGet.AcquireGet(ctx, req, s.cfg.BusyWait)
-		turn.release = release
-		return sess, err
+// lockAndGet takes the session's run lock and reads it, creating it as
+// create asks when it does not exist and create is not nil: in one round
+// trip when the store can. release is not nil once the lock is held (also
+// when the session does not exist: the error then wraps ErrNotFound).
+func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (sess *sessions.Session, release func(), err error) {
+	switch {
+	case s.lockGet != nil && create != nil:
+		return s.lockGet.AcquireGetOrCreate(ctx, *create, s.cfg.BusyWait)
+	case s.lockGet != nil:
+		return s.lockGet.AcquireGet(ctx, req, s.cfg.BusyWait)
 	}
-	if err := s.lockSession(ctx, turn, req.AppName, req.UserID, req.SessionID); err != nil {
-		return nil, err
+	release, err = s.cfg.Locker.Acquire(ctx, req.AppName, req.UserID, req.SessionID, s.cfg.BusyWait)
+	if err != nil {
+		return nil, nil, err
 	}
-	return s.cfg.Sessions.Get(ctx, req)
+	if create != nil {
+		sess, err = sessions.GetOrCreate(ctx, s.cfg.Sessions, *create)
+	} else {
+		sess, err = s.cfg.Sessions.Get(ctx, req)
+	}
+	return sess, release, err
 }
 
 func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid string) error {

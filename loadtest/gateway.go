@@ -220,12 +220,28 @@ func sumPrefix(m map[string]float64, prefix string) float64 {
 }
 
 // startRedis runs a private redis-server on a free loopback port, without
-// persistence, in dir. It never touches a Redis it did not start.
+// persistence, in dir. It never touches a Redis it did not start: the port
+// is picked free, but another process (a test's own server) may take it
+// before this server binds, so the server that answers must report this
+// process's pid; if not, another port is tried (three in all).
 func startRedis(dir string) (url string, stop func(), err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return "", nil, errors.New("redis-server not found (apt-get install redis-server)")
 	}
+	for range 3 {
+		url, stop, err = startRedisOnce(bin, dir)
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	return url, stop, err
+}
+
+// errPortTaken: the port picked for redis-server was taken before it bound.
+var errPortTaken = errors.New("the port was taken by another server")
+
+func startRedisOnce(bin, dir string) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -237,13 +253,23 @@ func startRedis(dir string) (url string, stop func(), err error) {
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop = func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() { _ = cmd.Process.Kill(); <-exited }
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
+		pid, err := redisPID(addr)
+		switch {
+		case err == nil && pid == cmd.Process.Pid:
+			return "redis://" + addr + "/0", stop, nil
+		case err == nil:
+			stop()
+			return "", nil, fmt.Errorf("redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("redis-server on %s exited: %w", addr, errPortTaken)
+		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
@@ -251,5 +277,36 @@ func startRedis(dir string) (url string, stop func(), err error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "redis://" + addr + "/0", stop, nil
+}
+
+// redisPID asks the Redis server on addr for its process id (INFO server).
+func redisPID(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "INFO server\r\n"); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO reply %q", head) // a server still loading answers -LOADING
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO reply without process_id")
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -59,5 +62,84 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
+	}
+}
+
+// flushHook records a response and calls onFlush with what each flush
+// sends.
+type flushHook struct {
+	*httptest.ResponseRecorder
+	sent    int
+	onFlush func(chunk []byte)
+}
+
+func (f *flushHook) Flush() {
+	f.ResponseRecorder.Flush()
+	chunk := f.Body.Bytes()[f.sent:]
+	f.sent += len(chunk)
+	f.onFlush(chunk)
+}
+
+// A held stream ends once Release is called after its first delta, also
+// when the call comes before the handler runs again after sending it (a
+// client that sees the delta at once): the flush of the first delta calls
+// Release itself.
+func TestUpstreamReleaseRightAfterFirstDelta(t *testing.T) {
+	up, err := StartUpstream(UpstreamConfig{Chunks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	released := false
+	w := &flushHook{ResponseRecorder: httptest.NewRecorder(), onFlush: func(chunk []byte) {
+		if !released && hasContent(chunk) {
+			released = true
+			up.Release()
+		}
+	}}
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(userBody("hold", true)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		up.chat(w, r)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		up.Release() // let the handler go; the test has failed
+		<-done
+		t.Fatal("the held stream missed the Release that came right after its first delta")
+	}
+	if !released || !strings.HasSuffix(w.Body.String(), "data: [DONE]\n\n") {
+		t.Errorf("released %v; stream:\n%s", released, w.Body.String())
+	}
+}
+
+// startRedis starts a server of its own each time (the one that answers
+// reports the started process's pid), and stop ends it.
+func TestStartRedisOwnServer(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	pids := map[int]bool{}
+	for range 2 {
+		url, stop, err := startRedis(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := strings.TrimSuffix(strings.TrimPrefix(url, "redis://"), "/0")
+		pid, err := redisPID(addr)
+		if err != nil {
+			stop()
+			t.Fatalf("INFO from %s: %v", addr, err)
+		}
+		pids[pid] = true
+		stop()
+		if _, err := redisPID(addr); err == nil {
+			t.Errorf("a server still answers on %s after stop", addr)
+		}
+	}
+	if len(pids) != 2 {
+		t.Errorf("two starts answered with pids %v, want two servers", pids)
 	}
 }

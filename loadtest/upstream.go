@@ -170,6 +170,17 @@ func (u *Upstream) stream(w http.ResponseWriter, r *http.Request, model string, 
 			return
 		}
 	} else {
+		// A held stream waits for the Release after its first delta. The
+		// channel that Release will close is taken before that delta is
+		// sent: a client may see the delta and call Release before this
+		// goroutine runs again, and a channel read after the send would be
+		// the next one, closed by no one.
+		var release chan struct{}
+		if model == "hold" {
+			u.holdMu.Lock()
+			release = u.release
+			u.holdMu.Unlock()
+		}
 		if !send(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`) {
 			return
 		}
@@ -180,10 +191,7 @@ func (u *Upstream) stream(w http.ResponseWriter, r *http.Request, model string, 
 			if !send(`[{"index":0,"delta":{"content":"` + word + `"},"finish_reason":null}]`) {
 				return
 			}
-			if i == 0 && model == "hold" {
-				u.holdMu.Lock()
-				release := u.release
-				u.holdMu.Unlock()
+			if i == 0 && release != nil {
 				select {
 				case <-release:
 				case <-r.Context().Done():

@@ -17,8 +17,15 @@ type Locker interface {
 // and read the session in one round trip. When the session does not exist
 // the lock is still held (release is not nil) and the error wraps
 // ErrNotFound.
+//
+// AcquireGetOrCreate does what AcquireGet does for the session req names
+// and, when it does not exist, creates it in the same round trip, as
+// GetOrCreate would: never over an existing session, and only once the
+// lease is this call's (a call that finds the session busy creates
+// nothing). req.SessionID must be set.
 type LockingGetter interface {
 	AcquireGet(ctx context.Context, req GetRequest, wait time.Duration) (sess *Session, release func(), err error)
+	AcquireGetOrCreate(ctx context.Context, req CreateRequest, wait time.Duration) (sess *Session, release func(), err error)
 }
 
 // MemoryLocker is the process-local Locker: enough for one gateway replica.

@@ -45,6 +45,7 @@ type memSession struct {
 var (
 	_ Service       = (*MemoryService)(nil)
 	_ BatchAppender = (*MemoryService)(nil)
+	_ GetOrCreator  = (*MemoryService)(nil)
 )
 
 // NewMemoryService returns an empty in-memory store.
@@ -78,11 +79,34 @@ func (s *MemoryService) Create(ctx context.Context, req CreateRequest) (*Session
 	if _, ok := s.sessions[k]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
-	own, app, user := SplitDelta(req.State)
+	return s.view(k, s.create(k, req.State), true), nil
+}
+
+// GetOrCreate implements GetOrCreator under the store's lock.
+func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Session, error) {
+	if err := ValidateKeys(req.AppName, req.UserID); err != nil {
+		return nil, err
+	}
+	if req.SessionID == "" {
+		return nil, fmt.Errorf("%w: get or create needs a session id", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memKey{req.AppName, req.UserID, req.SessionID}
+	ms, ok := s.sessions[k]
+	if !ok {
+		ms = s.create(k, req.State)
+	}
+	return s.view(k, ms, true), nil
+}
+
+// create stores a new session under k with its initial state; s.mu is held.
+func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
+	own, app, user := SplitDelta(state)
 	ms := &memSession{state: CloneState(own), update: s.now()}
 	s.sessions[k] = ms
-	s.merge(req.AppName, req.UserID, app, user)
-	return s.view(k, ms, true), nil
+	s.merge(k.app, k.user, app, user)
+	return ms
 }
 
 // Get implements Service.

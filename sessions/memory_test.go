@@ -12,3 +12,15 @@ func TestMemoryServiceConformance(t *testing.T) {
 		return sessions.NewMemoryService(sessions.MemoryConfig{})
 	})
 }
+
+// A service that is not a GetOrCreator (nor a BatchAppender): GetOrCreate
+// reads, creates and reads again through the Service methods alone.
+func TestGetOrCreateWithoutGetOrCreator(t *testing.T) {
+	sessiontest.Run(t, func(t *testing.T) sessions.Service {
+		svc := struct{ sessions.Service }{sessions.NewMemoryService(sessions.MemoryConfig{})}
+		if _, ok := sessions.Service(svc).(sessions.GetOrCreator); ok {
+			t.Fatal("the wrapper is a GetOrCreator")
+		}
+		return svc
+	})
+}

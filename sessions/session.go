@@ -158,6 +158,39 @@ type BatchAppender interface {
 	AppendEvents(ctx context.Context, sess *Session, evs []*Event) error
 }
 
+// GetOrCreator is implemented by services that read a session and create
+// it when it does not exist in one step (for Redis: one round trip). See
+// GetOrCreate for the contract.
+type GetOrCreator interface {
+	GetOrCreate(ctx context.Context, req CreateRequest) (*Session, error)
+}
+
+// GetOrCreate returns the session req names with its events. When it does
+// not exist it is created as Create would create it from req (its state,
+// listing and expiry alike); when it exists, req.State is not applied. A
+// session is created at most once however many callers race: every caller
+// gets the one that was stored. req.SessionID must be set (ErrInvalid
+// otherwise). It uses svc's GetOrCreator when svc has one, else Get, then
+// Create, then Get again when another caller created the session first.
+func GetOrCreate(ctx context.Context, svc Service, req CreateRequest) (*Session, error) {
+	if req.SessionID == "" {
+		return nil, fmt.Errorf("%w: get or create needs a session id", ErrInvalid)
+	}
+	if g, ok := svc.(GetOrCreator); ok {
+		return g.GetOrCreate(ctx, req)
+	}
+	get := GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: req.SessionID}
+	sess, err := svc.Get(ctx, get)
+	if !errors.Is(err, ErrNotFound) {
+		return sess, err
+	}
+	sess, err = svc.Create(ctx, req)
+	if errors.Is(err, ErrExists) {
+		return svc.Get(ctx, get)
+	}
+	return sess, err
+}
+
 // ApplyEvent does to sess, in memory only, what storing ev does to the
 // caller's copy: a partial (or nil) event changes nothing; otherwise temp:
 // keys are removed from ev's stateDelta, the rest of the delta is merged

@@ -12,7 +12,9 @@ import (
 
 // Sessions wraps a session store so that every operation is counted and
 // timed. The wrapper is a sessions.Pinger: it forwards Ping when svc is
-// one and reports ready otherwise. When svc is a sessions.BatchAppender so
+// one and reports ready otherwise. It is a sessions.GetOrCreator, counted
+// as one "get_or_create" operation (one round trip on stores that are one
+// themselves; on others sessions.GetOrCreate's read and create). When svc is a sessions.BatchAppender so
 // is the wrapper, and a batch counts as one "append_event" operation (one
 // store round trip, like a single append).
 func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
@@ -35,9 +37,10 @@ type instrumentedStore struct {
 }
 
 var (
-	_ sessions.Service = (*instrumentedStore)(nil)
-	_ sessions.Pinger  = (*instrumentedStore)(nil)
-	_ sessions.Locker  = (*instrumentedLocker)(nil)
+	_ sessions.Service      = (*instrumentedStore)(nil)
+	_ sessions.Pinger       = (*instrumentedStore)(nil)
+	_ sessions.GetOrCreator = (*instrumentedStore)(nil)
+	_ sessions.Locker       = (*instrumentedLocker)(nil)
 )
 
 func (s *instrumentedStore) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
@@ -51,6 +54,13 @@ func (s *instrumentedStore) Get(ctx context.Context, req sessions.GetRequest) (*
 	start := time.Now()
 	sess, err := s.svc.Get(ctx, req)
 	s.m.storeOp("get", start, err)
+	return sess, err
+}
+
+func (s *instrumentedStore) GetOrCreate(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+	start := time.Now()
+	sess, err := sessions.GetOrCreate(ctx, s.svc, req)
+	s.m.storeOp("get_or_create", start, err)
 	return sess, err
 }
 
@@ -157,9 +167,10 @@ func storeOutcome(err error) string {
 	return "error"
 }
 
-// LockingGetter wraps a store's combined lock-and-read: one "lock"
-// operation (one round trip). The lease is released by the turn's write
-// (or by release, which is then not counted).
+// LockingGetter wraps a store's combined lock-and-read (and its
+// lock-and-read-or-create): one "lock" operation (one round trip). The
+// lease is released by the turn's write (or by release, which is then not
+// counted).
 func (m *Metrics) LockingGetter(lg sessions.LockingGetter) sessions.LockingGetter {
 	return &instrumentedLockGetter{lg: lg, m: m}
 }
@@ -177,5 +188,12 @@ func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.Ge
 		outcome = nil // the lease is held; a missing session is an answer
 	}
 	l.m.storeOp("lock", start, outcome)
+	return sess, release, err
+}
+
+func (l *instrumentedLockGetter) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	start := time.Now()
+	sess, release, err := l.lg.AcquireGetOrCreate(ctx, req, wait)
+	l.m.storeOp("lock", start, err)
 	return sess, release, err
 }

@@ -79,14 +79,39 @@ func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait ti
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, nil, err
 	}
+	return s.acquireLoad(ctx, req, nil, wait)
+}
+
+// AcquireGetOrCreate implements sessions.LockingGetter: AcquireGet's
+// pipeline with the create script between the lease and the load. The
+// script creates the session only while this call's token holds the lease
+// and the session does not exist, so a call that finds the session busy
+// creates nothing and an existing session is never overwritten; what it
+// creates is what Create would (state, index entry, TTL). On Cluster a
+// create whose state has app: keys writes them in a second round trip.
+func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+	c, err := s.prepareGetOrCreate(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.acquireLoad(ctx, c.get, c, wait)
+}
+
+// acquireLoad takes the lease on req's session and loads it in one
+// pipeline, creating it first when c is not nil.
+func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *newSession, wait time.Duration) (*sessions.Session, func(), error) {
 	key := s.keys(req.AppName, req.UserID, req.SessionID).lock
 	token := uuid.NewString()
 	deadline := time.Now().Add(wait)
 	poll := minPoll
 	for {
 		var set *goredis.StatusCmd
-		sess, err := s.load(ctx, req, func(p goredis.Pipeliner) {
+		var res *goredis.Cmd
+		sess, err := s.load(ctx, req, func(p goredis.Pipeliner, eval bool) {
 			set = p.SetArgs(ctx, key, token, goredis.SetArgs{Mode: "NX", TTL: s.lockTTL, Get: true})
+			if c != nil {
+				res = c.queue(ctx, p, eval, token)
+			}
 		})
 		if set == nil {
 			return nil, nil, err // the pipeline never ran
@@ -95,6 +120,9 @@ func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait ti
 		switch {
 		case errors.Is(setErr, goredis.Nil) || (setErr == nil && old == token):
 			release := s.hold(key, token)
+			if err == nil && c != nil {
+				err = s.finishCreate(ctx, c, res, sess)
+			}
 			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
 				release()
 				return nil, nil, err

@@ -71,6 +71,13 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 			return err
 		}
 		release()
+		if _, release, err = s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "warm"}, 0); err != nil {
+			return err
+		}
+		defer release()
+		if err := s.AppendEvent(ctx, sess, event("w2", nil)); err != nil { // releases with the write
+			return err
+		}
 		return s.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: "warm"})
 	}
 	rt.count(t, warm)
@@ -114,6 +121,33 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 		}},
 		{"Acquire+release", 2, func() error {
 			release, err := s.Acquire(ctx, app, user, "s1", 0)
+			if err == nil {
+				release()
+			}
+			return err
+		}},
+		{"GetOrCreate, new", 1, func() error {
+			_, err := s.GetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g1", State: map[string]any{"user:a": 2.0}})
+			return err
+		}},
+		{"GetOrCreate, existing", 1, func() error {
+			_, err := s.GetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g1"})
+			return err
+		}},
+		{"GetOrCreate, new, with app: state", appApp, func() error {
+			_, err := s.GetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g2", State: map[string]any{"app:a": 3.0}})
+			return err
+		}},
+		{"AcquireGetOrCreate, new, then a write", 2, func() error {
+			sess, release, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g3"}, 0)
+			if err != nil {
+				return err
+			}
+			defer release() // the write released the lease: no round trip
+			return s.AppendEvent(ctx, sess, event("g3-1", map[string]any{"k": "v"}))
+		}},
+		{"AcquireGetOrCreate, new, with app: state, and a release without a write", appApp + 1, func() error {
+			_, release, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g4", State: map[string]any{"app:a": 4.0}}, 0)
 			if err == nil {
 				release()
 			}

@@ -36,21 +36,25 @@ local function touch(ttl, base, root, tree, index, user)
 end
 `
 
-// createScript: KEYS meta state events index user tree [app];
-// ARGV base id root createdMicros ttlMillis, then the session, user and app
-// delta groups. Returns {0} when the session exists, else {1, state, user}.
+// createScript: KEYS lock meta state events index user tree [app];
+// ARGV token base id root createdMicros ttlMillis, then the session, user
+// and app delta groups. With a token (not ''), it creates only while that
+// token holds the run lease (the lease taken in the same pipeline). Returns
+// {0} when the session exists (or the lease is another's), else {1, state,
+// user}.
 var createScript = goredis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[1]) == 1 then return {0} end
-local base, id, root, now, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'created', now, 'updated', now, 'last', '')
-local i = apply(KEYS[2], ARGV, 6)
-i = apply(KEYS[5], ARGV, i)
-apply(KEYS[7], ARGV, i)
-redis.call('ZADD', KEYS[4], now, id)
-if id ~= root then redis.call('SADD', KEYS[6], id) end
-touch(ttl, base, root, KEYS[6], KEYS[4], KEYS[5])
-return {1, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[5])}
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {0} end
+local base, id, root, now, ttl = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('HSET', KEYS[2], 'created', now, 'updated', now, 'last', '')
+local i = apply(KEYS[3], ARGV, 7)
+i = apply(KEYS[6], ARGV, i)
+apply(KEYS[8], ARGV, i)
+redis.call('ZADD', KEYS[5], now, id)
+if id ~= root then redis.call('SADD', KEYS[7], id) end
+touch(ttl, base, root, KEYS[7], KEYS[5], KEYS[6])
+return {1, redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[6])}
 `)
 
 // getScript: KEYS meta state events user. Returns {} when the session does

@@ -86,8 +86,20 @@ func script(ctx context.Context, p goredis.Pipeliner, sc *goredis.Script, eval b
 	return sc.EvalSha(ctx, p, keys, args...)
 }
 
-// Create implements sessions.Service.
-func (s *Store) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+// newSession is a session to create: the create script's keys and
+// arguments (without the lease token that starts them), and what the
+// caller needs once it ran.
+type newSession struct {
+	get      sessions.GetRequest
+	keys     []string
+	args     []any
+	appDelta map[string]any
+	now      time.Time
+}
+
+// prepareCreate validates req and builds its create; an empty id is
+// generated.
+func (s *Store) prepareCreate(req sessions.CreateRequest) (*newSession, error) {
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, err
 	}
@@ -102,23 +114,52 @@ func (s *Store) Create(ctx context.Context, req sessions.CreateRequest) (*sessio
 	if err != nil {
 		return nil, err
 	}
+	return &newSession{get: sessions.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id},
+		keys: append([]string{k.lock}, s.writeKeys(k, req.AppName)...), args: args, appDelta: appDelta, now: now}, nil
+}
+
+// queue adds the create script to a pipeline; with a token it creates only
+// while that token holds the session's run lease.
+func (c *newSession) queue(ctx context.Context, p goredis.Pipeliner, eval bool, token string) *goredis.Cmd {
+	return script(ctx, p, createScript, eval, c.keys, append([]any{token}, c.args...)...)
+}
+
+// created reports whether the create script's reply is a new session: {1,
+// state, user}, {0} when it existed.
+func created(res *goredis.Cmd) (reply []any, ok bool, err error) {
+	reply, _ = res.Val().([]any)
+	if len(reply) == 0 {
+		return nil, false, corrupt("create reply")
+	}
+	if n, _ := reply[0].(int64); n == 0 {
+		return reply, false, nil
+	}
+	if len(reply) != 3 {
+		return nil, false, corrupt("create reply")
+	}
+	return reply, true, nil
+}
+
+// Create implements sessions.Service.
+func (s *Store) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+	c, err := s.prepareCreate(req)
+	if err != nil {
+		return nil, err
+	}
 	var res *goredis.Cmd
 	var app *goredis.MapStringStringCmd
 	if err := s.pipeline(ctx, "create", func(p goredis.Pipeliner, eval bool) {
-		res = script(ctx, p, createScript, eval, s.writeKeys(k, req.AppName), args...)
+		res = c.queue(ctx, p, eval, "")
 		app = p.HGetAll(ctx, s.appKey(req.AppName))
 	}); err != nil {
 		return nil, err
 	}
-	reply, _ := res.Val().([]any)
-	if len(reply) == 0 {
-		return nil, corrupt("create reply")
+	reply, ok, err := created(res)
+	if err != nil {
+		return nil, err
 	}
-	if n, _ := reply[0].(int64); n == 0 {
-		return nil, fmt.Errorf("%w: %s", sessions.ErrExists, id)
-	}
-	if len(reply) != 3 {
-		return nil, corrupt("create reply")
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", sessions.ErrExists, c.get.SessionID)
 	}
 	state := map[string]any{}
 	for _, h := range []any{reply[1], reply[2], app.Val()} {
@@ -126,11 +167,49 @@ func (s *Store) Create(ctx context.Context, req sessions.CreateRequest) (*sessio
 			return nil, err
 		}
 	}
-	if err := s.writeApp(ctx, req.AppName, appDelta, state); err != nil {
+	if err := s.writeApp(ctx, req.AppName, c.appDelta, state); err != nil {
 		return nil, err
 	}
-	return &sessions.Session{ID: id, AppName: req.AppName, UserID: req.UserID, State: state,
-		Events: []*sessions.Event{}, LastUpdateTime: now}, nil
+	return &sessions.Session{ID: c.get.SessionID, AppName: req.AppName, UserID: req.UserID, State: state,
+		Events: []*sessions.Event{}, LastUpdateTime: c.now}, nil
+}
+
+// GetOrCreate implements sessions.GetOrCreator in one round trip: the
+// create script (a no-op when the session exists) pipelined ahead of the
+// load. On Cluster a create whose state has app: keys writes them in a
+// second round trip, as Create does.
+func (s *Store) GetOrCreate(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+	c, err := s.prepareGetOrCreate(req)
+	if err != nil {
+		return nil, err
+	}
+	var res *goredis.Cmd
+	sess, err := s.load(ctx, c.get, func(p goredis.Pipeliner, eval bool) { res = c.queue(ctx, p, eval, "") })
+	if err != nil {
+		return nil, err
+	}
+	if err := s.finishCreate(ctx, c, res, sess); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// prepareGetOrCreate is prepareCreate for a session that must be named.
+func (s *Store) prepareGetOrCreate(req sessions.CreateRequest) (*newSession, error) {
+	if req.SessionID == "" {
+		return nil, fmt.Errorf("%w: get or create needs a session id", sessions.ErrInvalid)
+	}
+	return s.prepareCreate(req)
+}
+
+// finishCreate completes, on sess (read after the create script in the
+// same pipeline), a create that took place: on Cluster its app: delta.
+func (s *Store) finishCreate(ctx context.Context, c *newSession, res *goredis.Cmd, sess *sessions.Session) error {
+	_, ok, err := created(res)
+	if err != nil || !ok {
+		return err
+	}
+	return s.writeApp(ctx, c.get.AppName, c.appDelta, sess.State)
 }
 
 // writeApp applies an app: delta on Cluster, where the app hash lives on
@@ -165,14 +244,14 @@ func (s *Store) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Ses
 }
 
 // load reads a session in one round trip; with, when not nil, queues more
-// commands in the same pipeline ahead of the read (the run lease).
-func (s *Store) load(ctx context.Context, req sessions.GetRequest, with func(p goredis.Pipeliner)) (*sessions.Session, error) {
+// commands in the same pipeline ahead of the read (the run lease, a create).
+func (s *Store) load(ctx context.Context, req sessions.GetRequest, with func(p goredis.Pipeliner, eval bool)) (*sessions.Session, error) {
 	k := s.keys(req.AppName, req.UserID, req.SessionID)
 	var res *goredis.Cmd
 	var app *goredis.MapStringStringCmd
 	if err := s.pipeline(ctx, "get", func(p goredis.Pipeliner, eval bool) {
 		if with != nil {
-			with(p)
+			with(p, eval)
 		}
 		res = script(ctx, p, getScript, eval, []string{k.meta, k.state, k.events, k.user})
 		app = p.HGetAll(ctx, s.appKey(req.AppName))

@@ -49,6 +49,13 @@ func TestLockerConformance(t *testing.T) {
 	})
 }
 
+func TestLockingGetterConformance(t *testing.T) {
+	srv := startServer(t)
+	sessiontest.RunLockingGetter(t, func(t *testing.T) sessiontest.LockingStore {
+		return newStore(t, Config{URL: srv.URL(""), TTL: time.Hour})
+	})
+}
+
 func TestClusterConformance(t *testing.T) {
 	url := startCluster(t)
 	t.Run("Service", func(t *testing.T) {
@@ -63,6 +70,11 @@ func TestClusterConformance(t *testing.T) {
 	t.Run("Locker", func(t *testing.T) {
 		sessiontest.RunLocker(t, func(t *testing.T) sessions.Locker {
 			return newStore(t, Config{URL: url})
+		})
+	})
+	t.Run("LockingGetter", func(t *testing.T) {
+		sessiontest.RunLockingGetter(t, func(t *testing.T) sessiontest.LockingStore {
+			return newStore(t, Config{URL: url, TTL: time.Hour})
 		})
 	})
 	t.Run("RoundTrips", func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -206,5 +208,72 @@ func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	}
 	if len(ids) != 2 || ids[0] != "b1" || ids[1] != "b2" {
 		t.Errorf("stored %v, want [b1 b2]", ids)
+	}
+}
+
+// A session made by GetOrCreate or AcquireGetOrCreate is laid out in Redis
+// exactly as one made by Create: the same hashes, index entry, tree
+// membership and expiry.
+func TestGetOrCreateLayoutLikeCreate(t *testing.T) {
+	srv := startServer(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	s := newStore(t, Config{URL: srv.URL(""), TTL: time.Hour, Now: func() time.Time { return now }})
+	ctx := t.Context()
+	st := map[string]any{"k": "v", "user:u": 1.0}
+	req := func(id string) sessions.CreateRequest {
+		return sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: id, State: st}
+	}
+	made := map[string]func(id string) error{
+		"Create": func(id string) error { _, err := s.Create(ctx, req(id)); return err },
+		"GetOrCreate": func(id string) error {
+			_, err := s.GetOrCreate(ctx, req(id))
+			return err
+		},
+		"AcquireGetOrCreate": func(id string) error {
+			_, release, err := s.AcquireGetOrCreate(ctx, req(id), 0)
+			if release != nil {
+				release()
+			}
+			return err
+		},
+	}
+	// layout describes what Redis holds for one session, ttls rounded to
+	// "set" or "none".
+	layout := func(id string) map[string]any {
+		k := s.keys("app", "u", id)
+		out := map[string]any{}
+		for name, key := range map[string]string{"meta": k.meta, "state": k.state, "events": k.events, "tree": k.tree, "index": k.index, "user": k.user} {
+			typ, _ := s.client.Type(ctx, key).Result()
+			ttl, _ := s.client.PTTL(ctx, key).Result()
+			out[name+" type"] = typ
+			out[name+" ttl set"] = ttl > 0
+		}
+		out["meta"], _ = s.client.HGetAll(ctx, k.meta).Result()
+		out["state"], _ = s.client.HGetAll(ctx, k.state).Result()
+		out["index score"], _ = s.client.ZScore(ctx, k.index, id).Result()
+		out["in tree"], _ = s.client.SIsMember(ctx, k.tree, id).Result()
+		return out
+	}
+	want := map[string]map[string]any{}
+	for _, how := range []string{"Create", "GetOrCreate", "AcquireGetOrCreate"} {
+		root := "root-" + how
+		for _, id := range []string{root, sessions.ChildID(root, "helper")} {
+			if err := made[how](id); err != nil {
+				t.Fatalf("%s(%s): %v", how, id, err)
+			}
+			got := layout(id)
+			kind := "root"
+			if id != root {
+				kind = "sub-conversation"
+			}
+			if w, ok := want[kind]; !ok {
+				want[kind] = got
+			} else if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("%s of a %s: layout (-Create +%s):\n%s", how, kind, how, diff)
+			}
+		}
+	}
+	if got := want["sub-conversation"]["in tree"]; got != true {
+		t.Errorf("a sub-conversation made by Create is not in its tree: %v", got)
 	}
 }

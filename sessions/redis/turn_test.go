@@ -24,8 +24,11 @@ import (
 // what an outage before the turn's write leaves behind.
 
 // opLog names each round trip a client makes: a pipeline or a command sent
-// alone is one, named after its first command ("get", "append", "create",
-// "lock", "unlock" for this package's scripts and the lease).
+// alone is one. A command is named after what it does ("get", "append",
+// "create", "lock", "unlock", "release" for this package's scripts and the
+// lease: "release" is the release that rides on a turn's write); a
+// pipeline after its named commands, joined by "+" ("lock+get"), other
+// commands (the app: hash's HGETALL) left out.
 type opLog struct {
 	mu    sync.Mutex
 	ops   []string
@@ -35,7 +38,7 @@ type opLog struct {
 func newOpLog() *opLog {
 	l := &opLog{names: map[string]string{}}
 	for name, sc := range map[string]*goredis.Script{"get": getScript, "append": appendScript, "create": createScript,
-		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript} {
+		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript, "release": releaseWrittenScript} {
 		l.names[sc.Hash()] = name
 	}
 	return l
@@ -76,7 +79,16 @@ func (l *opLog) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (l *opLog) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		l.record(l.name(cmds[0]))
+		var names []string
+		for _, c := range cmds {
+			if n := l.name(c); n != "" && n != c.Name() {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			names = append(names, cmds[0].Name())
+		}
+		l.record(strings.Join(names, "+"))
 		return next(ctx, cmds)
 	}
 }
@@ -126,14 +138,11 @@ func turnTree(t testing.TB) agentcore.Agent {
 }
 
 // gatewayTurn runs one turn as the gateway does: take the session's run
-// lock with its read (AcquireGet), run the turn on that read to its end,
-// let the lock go (the turn's write has already released it). It returns
-// the events.
+// lock with its read, creating it when it is new (AcquireGetOrCreate), run
+// the turn on that read to its end, let the lock go (the turn's write has
+// already released it). It returns the events.
 func gatewayTurn(ctx context.Context, s *Store, r *agentcore.Runner, app, id, text string) ([]*sessions.Event, error) {
-	sess, release, err := s.AcquireGet(ctx, sessions.GetRequest{AppName: app, UserID: "u", SessionID: id}, 0)
-	if errors.Is(err, sessions.ErrNotFound) {
-		sess, err = s.Create(ctx, sessions.CreateRequest{AppName: app, UserID: "u", SessionID: id})
-	}
+	sess, release, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: "u", SessionID: id}, 0)
 	if release != nil {
 		defer release()
 	}
@@ -165,29 +174,31 @@ func checkTurnRoundTrips(t *testing.T, s *Store) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "s1"}); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
-		name, text string
-		want       []string
+		name, session, text string
+		want                []string
 	}{
-		// 4 events stored (the user's message, the transfer call and its
-		// response, the greeter's answer) in one append.
-		// "lock" is the lease pipelined with the session's read; the write
-		// releases the lease in its own round trip: two in all.
-		{"transfer", "hello", []string{"lock", "append"}},
-		// The sub-conversation is a session of its own: read (and created
-		// on the first call), then written when its turn ends, before the
-		// turn's own write.
-		{"agent tool, first call", "summarize this", []string{"lock", "get", "create", "append", "append"}},
-		{"agent tool, next call", "summarize that", []string{"lock", "get", "append", "append"}},
+		// A new session: the lease, the create (it runs only under this
+		// lease, and only if the session is still missing) and the read
+		// travel in one pipeline; 4 events stored (the user's message, the
+		// transfer call and its response, the greeter's answer) in one
+		// append that also releases the lease: two round trips in all.
+		{"transfer, new session", "s1", "hello", []string{"lock+create+get", "append+release"}},
+		// An existing session: the same two (the create finds the session
+		// and does nothing).
+		{"transfer", "s1", "hello", []string{"lock+create+get", "append+release"}},
+		// The sub-conversation is a session of its own: read, and created
+		// on the first call, in one round trip, then written when its turn
+		// ends, before the turn's own write.
+		{"agent tool, first call", "s1", "summarize this", []string{"lock+create+get", "create+get", "append", "append+release"}},
+		{"agent tool, next call", "s1", "summarize that", []string{"lock+create+get", "create+get", "append", "append+release"}},
+		{"agent tool, new session", "s2", "summarize this", []string{"lock+create+get", "create+get", "append", "append+release"}},
 	}
 	for _, tt := range tests {
 		var evs []*sessions.Event
 		got := ops.during(t, func() error {
 			var err error
-			evs, err = gatewayTurn(ctx, s, r, "app", "s1", tt.text)
+			evs, err = gatewayTurn(ctx, s, r, "app", tt.session, tt.text)
 			return err
 		})
 		if !slices.Equal(got, tt.want) {
@@ -201,8 +212,22 @@ func checkTurnRoundTrips(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stored.Events) != 3*4 {
-		t.Errorf("%d events stored after three turns, want 12", len(stored.Events))
+	if len(stored.Events) != 4*4 {
+		t.Errorf("%d events stored after four turns, want 16", len(stored.Events))
+	}
+	// The sessions created with their turns are listed, each once, with
+	// their sub-conversations.
+	list, err := s.List(ctx, sessions.ListRequest{AppName: "app", UserID: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, ls := range list.Sessions {
+		ids = append(ids, ls.ID)
+	}
+	slices.Sort(ids)
+	if want := []string{"s1", "s1/summarizer", "s2", "s2/summarizer", "warm", "warm/summarizer"}; !slices.Equal(ids, want) {
+		t.Errorf("listed sessions %v, want %v", ids, want)
 	}
 }
 

@@ -2,7 +2,8 @@
 // runs. It checks the contract documented on sessions.Service: ids, sentinel
 // errors, isolation between users, listing and pagination, cascading deletes,
 // the three state scopes, temp: and partial data, event round trips, copy
-// semantics, concurrent appends and LastUpdateTime; and, for services that
+// semantics, concurrent appends and LastUpdateTime; sessions.GetOrCreate
+// (through the service's GetOrCreator when it has one); and, for services that
 // are a sessions.BatchAppender, AppendEvents: the same effects as appending
 // one by one, all or nothing, batches that never interleave.
 //
@@ -73,6 +74,14 @@ func Run(t *testing.T, newService func(t *testing.T) sessions.Service) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, newService(t))
+		})
+	}
+	for _, tt := range getOrCreateTests {
+		t.Run("GetOrCreate"+tt.name, func(t *testing.T) {
+			svc := newService(t)
+			tt.fn(t, svc, func(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+				return sessions.GetOrCreate(ctx, svc, req)
+			})
 		})
 	}
 	for _, tt := range batchTests {
