@@ -171,65 +171,86 @@ func (a *LlmAgent) Config() LlmConfig { return a.cfg }
 // Run implements Agent.
 func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
 	return func(yield func(*sessions.Event, error) bool) {
-		ctx := WithLogAttrs(ctx, slog.String("agent", a.cfg.Name))
-		inv = inv.withAgent(a)
-		if err := inv.checkParams(a); err != nil {
-			// Reached without a caller to tell (a workflow step): the
-			// agent does not run, and the event says why.
-			ev := inv.NewEvent()
-			ev.ErrorCode, ev.ErrorMessage = CodeMissingParameter, err.Error()
-			yield(ev, nil)
-			return
-		}
-		if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
-			cc := newCallbackContext(inv)
-			content, err := cb(ctx, cc)
-			if err != nil {
-				yield(nil, fmt.Errorf("agent %s: before_agent callback: %w", a.cfg.Name, err))
-				return
-			}
-			if content != nil || len(cc.actions.StateDelta) > 0 {
-				ev := inv.NewEvent()
-				ev.Content = content
-				ev.Actions = *cc.actions
-				if !yield(ev, nil) || content != nil {
-					return
-				}
-			}
-		}
-		finished := a.loop(ctx, inv, yield)
-		if !finished {
-			return
-		}
-		if cb := a.cfg.Callbacks.AfterAgent; cb != nil {
-			cc := newCallbackContext(inv)
-			content, err := cb(ctx, cc)
-			if err != nil {
-				yield(nil, fmt.Errorf("agent %s: after_agent callback: %w", a.cfg.Name, err))
-				return
-			}
-			if content != nil || len(cc.actions.StateDelta) > 0 {
-				ev := inv.NewEvent()
-				ev.Content = content
-				ev.Actions = *cc.actions
-				yield(ev, nil)
-			}
+		// The callbacks are in functions of their own, out of this frame,
+		// which stays on the stack under the whole run (see callModel).
+		ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
+		if ok && a.loop(ctx, inv, yield) {
+			a.afterAgent(ctx, inv, yield)
 		}
 	}
 }
 
-// loop runs the model-tool loop. It reports whether the agent finished on
-// its own (false after a transfer, a stop by the consumer, or an error).
-func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) bool {
+// beforeAgent prepares the agent's context and invocation, checks its
+// parameters and runs the before_agent callback. It reports whether the
+// agent runs.
+//
+//go:noinline
+func (a *LlmAgent) beforeAgent(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) (context.Context, *Invocation, bool) {
+	ctx = WithLogAttrs(ctx, slog.String("agent", a.cfg.Name))
+	inv = inv.withAgent(a)
+	if err := inv.checkParams(a); err != nil {
+		// Reached without a caller to tell (a workflow step): the
+		// agent does not run, and the event says why.
+		ev := inv.NewEvent()
+		ev.ErrorCode, ev.ErrorMessage = CodeMissingParameter, err.Error()
+		yield(ev, nil)
+		return ctx, inv, false
+	}
+	if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
+		cc := newCallbackContext(inv)
+		content, err := cb(ctx, cc)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: before_agent callback: %w", a.cfg.Name, err))
+			return ctx, inv, false
+		}
+		if content != nil || len(cc.actions.StateDelta) > 0 {
+			ev := inv.NewEvent()
+			ev.Content = content
+			ev.Actions = *cc.actions
+			if !yield(ev, nil) || content != nil {
+				return ctx, inv, false
+			}
+		}
+	}
+	return ctx, inv, true
+}
+
+// afterAgent runs the after_agent callback of an agent that finished.
+//
+//go:noinline
+func (a *LlmAgent) afterAgent(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) {
+	cb := a.cfg.Callbacks.AfterAgent
+	if cb == nil {
+		return
+	}
+	cc := newCallbackContext(inv)
+	content, err := cb(ctx, cc)
+	if err != nil {
+		yield(nil, fmt.Errorf("agent %s: after_agent callback: %w", a.cfg.Name, err))
+		return
+	}
+	if content != nil || len(cc.actions.StateDelta) > 0 {
+		ev := inv.NewEvent()
+		ev.Content = content
+		ev.Actions = *cc.actions
+		yield(ev, nil)
+	}
+}
+
+// resume declares the agent's tools and, for a resumed invocation, first
+// runs the calls the client has approved or rejected, then finishes the
+// calls that were waiting. cont false means the loop ends with next (see
+// afterCalls). Out of loop's frame, see callModel.
+//
+//go:noinline
+func (a *LlmAgent) resume(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) (tools *turnTools, next, cont bool) {
 	tools, err := a.tools(ctx, inv)
 	if err != nil {
 		yield(nil, err)
-		return false
+		return nil, false, false
 	}
-	// A resumed invocation first runs the calls the client has approved
-	// or rejected, then finishes the calls that were waiting.
 	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {
-		return next
+		return nil, next, false
 	}
 	if last, pending := a.pendingCalls(inv); last != nil {
 		var resumable []*genai.FunctionCall
@@ -241,21 +262,36 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 		if len(resumable) > 0 {
 			next, cont := a.afterCalls(ctx, inv, resumable, tools, nil, yield)
 			if !cont {
-				return next
+				return nil, next, false
 			}
 			if _, still := a.pendingCalls(inv); len(still) > 0 {
-				return false
+				return nil, false, false
 			}
 		} else if len(pending) > 0 {
-			return false // still waiting for the client
+			return nil, false, false // still waiting for the client
 		}
+	}
+	return tools, false, true
+}
+
+//go:noinline
+func (a *LlmAgent) maxIterations(inv *Invocation, yield func(*sessions.Event, error) bool) {
+	ev := inv.NewEvent()
+	ev.ErrorCode = CodeMaxIterations
+	ev.ErrorMessage = fmt.Sprintf("agent %s stopped after max_iterations (%d) without a final answer", a.cfg.Name, a.cfg.MaxIterations)
+	yield(ev, nil)
+}
+
+// loop runs the model-tool loop. It reports whether the agent finished on
+// its own (false after a transfer, a stop by the consumer, or an error).
+func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) bool {
+	tools, next, cont := a.resume(ctx, inv, yield)
+	if !cont {
+		return next
 	}
 	for iter := 0; ; iter++ {
 		if iter >= a.cfg.MaxIterations {
-			ev := inv.NewEvent()
-			ev.ErrorCode = CodeMaxIterations
-			ev.ErrorMessage = fmt.Sprintf("agent %s stopped after max_iterations (%d) without a final answer", a.cfg.Name, a.cfg.MaxIterations)
-			yield(ev, nil)
+			a.maxIterations(inv, yield)
 			return false
 		}
 		if err := ctx.Err(); err != nil {
@@ -263,6 +299,7 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 			return false
 		}
 		if iter > 0 {
+			var err error
 			if tools, err = a.tools(ctx, inv); err != nil {
 				yield(nil, err)
 				return false
@@ -468,28 +505,17 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 // callModel makes one model call, yielding partial events, and returns the
 // final model event (not yet yielded). ok is false when the run must end.
 func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Request, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
+	// Only the model call itself is in this function: its frame stays on
+	// the stack under every delta of the answer (a push iterator runs its
+	// consumer on the producer's stack) and, for a stream, under the whole
+	// wait for the model; the callbacks and the bookkeeping around it are in
+	// functions that return before it (see docs/notes-memory.md).
 	cc := newCallbackContext(inv)
-	var final *model.Response
-	if cb := a.cfg.Callbacks.BeforeModel; cb != nil {
-		r, err := cb(ctx, cc, req)
-		if err != nil {
-			yield(nil, fmt.Errorf("agent %s: before_model callback: %w", a.cfg.Name, err))
-			return nil, false
-		}
-		final = r
+	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
+	if ev != nil || !ok {
+		return ev, ok
 	}
 	if final == nil {
-		if limit := inv.sh.cfg.MaxLLMCalls; limit >= 0 {
-			if limit == 0 {
-				limit = DefaultMaxLLMCalls
-			}
-			if n := inv.sh.llmCalls.Add(1); n > int64(limit) {
-				ev := inv.NewEvent()
-				ev.ErrorCode = CodeMaxLLMCalls
-				ev.ErrorMessage = fmt.Sprintf("the invocation reached max_llm_calls (%d)", limit)
-				return ev, true
-			}
-		}
 		start := time.Now()
 		var callErr error
 		for resp, err := range a.cfg.Model.GenerateContent(ctx, inv.redactRequest(req), inv.sh.cfg.Streaming) {
@@ -498,45 +524,106 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 				break
 			}
 			if resp.Partial {
-				if resp.Content == nil || len(resp.Content.Parts) == 0 {
-					continue
-				}
-				ev := inv.NewEvent()
-				fillFromResponse(ev, resp)
-				ev.Partial = true
-				if !yield(ev, nil) {
+				if !yieldPartial(inv, resp, yield) {
 					return nil, false
 				}
 				continue
 			}
 			final = resp
 		}
-		if callErr == nil && final == nil {
-			callErr = fmt.Errorf("model %s returned no response", a.cfg.Model.Name())
-		}
-		if final != nil {
-			inv.sh.usage.add(final.UsageMetadata)
-		}
-		inv.sh.svc.observer.ModelCall(a.cfg.Name, a.cfg.Model.Name(), time.Since(start), usageOf(final), callErr)
-		if callErr != nil {
-			if cb := a.cfg.Callbacks.OnModelError; cb != nil && ctx.Err() == nil {
-				r, err := cb(ctx, cc, req, callErr)
-				if err != nil {
-					yield(nil, fmt.Errorf("agent %s: on_model_error callback: %w", a.cfg.Name, err))
-					return nil, false
-				}
-				final = r
-			}
-			if final == nil {
-				if ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
-					yield(nil, callErr)
-				} else {
-					yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, callErr))
-				}
-				return nil, false
-			}
+		if final, ok = a.modelCalled(ctx, inv, cc, req, start, final, callErr, yield); !ok {
+			return nil, false
 		}
 	}
+	return a.afterModel(ctx, inv, cc, final, yield)
+}
+
+// beforeModel runs the before_model callback and checks the model-call
+// budget. It returns the callback's response (the model is not called),
+// or the event that ends the agent, or ok false after yielding an error.
+//
+//go:noinline
+func (a *LlmAgent) beforeModel(ctx context.Context, inv *Invocation, cc *CallbackContext, req *model.Request,
+	yield func(*sessions.Event, error) bool) (final *model.Response, ev *sessions.Event, ok bool) {
+	if cb := a.cfg.Callbacks.BeforeModel; cb != nil {
+		r, err := cb(ctx, cc, req)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: before_model callback: %w", a.cfg.Name, err))
+			return nil, nil, false
+		}
+		if r != nil {
+			return r, nil, true
+		}
+	}
+	if limit := inv.sh.cfg.MaxLLMCalls; limit >= 0 {
+		if limit == 0 {
+			limit = DefaultMaxLLMCalls
+		}
+		if n := inv.sh.llmCalls.Add(1); n > int64(limit) {
+			ev := inv.NewEvent()
+			ev.ErrorCode = CodeMaxLLMCalls
+			ev.ErrorMessage = fmt.Sprintf("the invocation reached max_llm_calls (%d)", limit)
+			return nil, ev, true
+		}
+	}
+	return nil, nil, true
+}
+
+// yieldPartial yields a partial response as a partial event; an empty one
+// is skipped.
+//
+//go:noinline
+func yieldPartial(inv *Invocation, resp *model.Response, yield func(*sessions.Event, error) bool) bool {
+	if resp.Content == nil || len(resp.Content.Parts) == 0 {
+		return true
+	}
+	ev := inv.NewEvent()
+	fillFromResponse(ev, resp)
+	ev.Partial = true
+	return yield(ev, nil)
+}
+
+// modelCalled records a finished model call and handles its failure: the
+// on_model_error callback may answer instead. ok false means the error has
+// been yielded.
+//
+//go:noinline
+func (a *LlmAgent) modelCalled(ctx context.Context, inv *Invocation, cc *CallbackContext, req *model.Request, start time.Time,
+	final *model.Response, callErr error, yield func(*sessions.Event, error) bool) (*model.Response, bool) {
+	if callErr == nil && final == nil {
+		callErr = fmt.Errorf("model %s returned no response", a.cfg.Model.Name())
+	}
+	if final != nil {
+		inv.sh.usage.add(final.UsageMetadata)
+	}
+	inv.sh.svc.observer.ModelCall(a.cfg.Name, a.cfg.Model.Name(), time.Since(start), usageOf(final), callErr)
+	if callErr == nil {
+		return final, true
+	}
+	if cb := a.cfg.Callbacks.OnModelError; cb != nil && ctx.Err() == nil {
+		r, err := cb(ctx, cc, req, callErr)
+		if err != nil {
+			yield(nil, fmt.Errorf("agent %s: on_model_error callback: %w", a.cfg.Name, err))
+			return nil, false
+		}
+		final = r
+	}
+	if final == nil {
+		if ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
+			yield(nil, callErr)
+		} else {
+			yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, callErr))
+		}
+		return nil, false
+	}
+	return final, true
+}
+
+// afterModel runs the after_model callback and makes the model's event.
+//
+//go:noinline
+func (a *LlmAgent) afterModel(ctx context.Context, inv *Invocation, cc *CallbackContext, final *model.Response,
+	yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
 	if cb := a.cfg.Callbacks.AfterModel; cb != nil {
 		r, err := cb(ctx, cc, final)
 		if err != nil {

@@ -199,17 +199,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run,
 		newInvID: req.InvocationID}
 	run.events = func(yield func(*sessions.Event, error) bool) {
-		sess, err := req.Session, error(nil)
-		switch {
-		case sess != nil && sess.ID == req.SessionID && sess.AppName == r.cfg.AppName && sess.UserID == req.UserID:
-		case r.cfg.AutoCreateSession && req.SessionID == "":
-			// No session named: a new one, with a generated id.
-			sess, err = r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID})
-		case r.cfg.AutoCreateSession:
-			sess, err = sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
-		default:
-			sess, err = r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
-		}
+		sess, err := r.session(ctx, &req)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -223,6 +213,24 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 		}
 	}
 	return run
+}
+
+// session is the session a turn runs on: the request's, read, or created.
+// (Out of the frame of Run's iterator, see LlmAgent.callModel.)
+//
+//go:noinline
+func (r *Runner) session(ctx context.Context, req *RunRequest) (*sessions.Session, error) {
+	sess := req.Session
+	switch {
+	case sess != nil && sess.ID == req.SessionID && sess.AppName == r.cfg.AppName && sess.UserID == req.UserID:
+		return sess, nil
+	case r.cfg.AutoCreateSession && req.SessionID == "":
+		// No session named: a new one, with a generated id.
+		return r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID})
+	case r.cfg.AutoCreateSession:
+		return sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+	}
+	return r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
 }
 
 // turn runs one user turn of a tree over one session: the top-level turn of
@@ -253,39 +261,13 @@ type turn struct {
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
 	return func(yield func(*sessions.Event, error) bool) {
-		target, invID, resume, userMsg, err := t.route(ctx, sess, msg)
+		// What comes before and after the agent's run is in functions of
+		// its own: this frame stays on the stack under the whole run (see
+		// LlmAgent.callModel).
+		ctx, inv, target, err := t.begin(ctx, sess, msg, delta)
 		if err != nil {
 			yield(nil, err)
 			return
-		}
-		if t.invID != "" {
-			invID = t.invID
-		}
-		ctx := WithLogAttrs(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
-		if t.out != nil {
-			t.out.mu.Lock()
-			t.out.invID, t.out.agent = invID, target.Name()
-			t.out.mu.Unlock()
-		}
-		if t.subLocks == nil {
-			t.subLocks = &sync.Map{}
-		}
-		sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: newLiveSession(sess, t.svc.sessions),
-			llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
-			overrides: t.overrides, subLocks: t.subLocks}
-		inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
-		sh.pstate = newParamState(t.params, t.rootValues, t.index, t.secrets)
-		if err := inv.checkParams(target); err != nil {
-			yield(nil, err)
-			return
-		}
-		if userMsg != nil || len(delta) > 0 {
-			ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
-			ev.Actions.StateDelta = delta
-			if err := inv.persist(ctx, ev); err != nil {
-				yield(nil, err)
-				return
-			}
 		}
 		var runErr error
 		stopped := false
@@ -294,7 +276,7 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 				runErr = err
 				break
 			}
-			if !ev.Partial && ev.InvocationID == invID {
+			if !ev.Partial && ev.InvocationID == inv.id {
 				if runErr = inv.persist(ctx, ev); runErr != nil {
 					break
 				}
@@ -304,19 +286,65 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 				break
 			}
 		}
-		// The turn is over, paused, failed or no longer consumed: what it
-		// applied to the session is stored now, in one batch.
-		flushErr := sh.sess.flush(ctx)
-		switch {
-		case flushErr != nil && (stopped || runErr != nil):
-			t.svc.logger.ErrorContext(ctx, "the turn's events could not be stored", "err", flushErr)
-		case flushErr != nil:
-			runErr = flushErr
-		}
-		if runErr != nil && !stopped {
+		if runErr = t.end(ctx, inv, stopped, runErr); runErr != nil && !stopped {
 			yield(nil, runErr)
 		}
 	}
+}
+
+// begin routes the turn, makes its invocation and stores the user's
+// message: the context, invocation and agent the turn runs with.
+//
+//go:noinline
+func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) (context.Context, *Invocation, Agent, error) {
+	target, invID, resume, userMsg, err := t.route(ctx, sess, msg)
+	if err != nil {
+		return ctx, nil, nil, err
+	}
+	if t.invID != "" {
+		invID = t.invID
+	}
+	ctx = WithLogAttrs(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
+	if t.out != nil {
+		t.out.mu.Lock()
+		t.out.invID, t.out.agent = invID, target.Name()
+		t.out.mu.Unlock()
+	}
+	if t.subLocks == nil {
+		t.subLocks = &sync.Map{}
+	}
+	sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: newLiveSession(sess, t.svc.sessions),
+		llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
+		overrides: t.overrides, subLocks: t.subLocks}
+	inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
+	sh.pstate = newParamState(t.params, t.rootValues, t.index, t.secrets)
+	if err := inv.checkParams(target); err != nil {
+		return ctx, nil, nil, err
+	}
+	if userMsg != nil || len(delta) > 0 {
+		ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
+		ev.Actions.StateDelta = delta
+		if err := inv.persist(ctx, ev); err != nil {
+			return ctx, nil, nil, err
+		}
+	}
+	return ctx, inv, target, nil
+}
+
+// end stores what the turn applied to the session, in one batch, once the
+// turn is over, paused, failed or no longer consumed, and returns the
+// turn's error (runErr, or the store's if the run ended well).
+//
+//go:noinline
+func (t *turn) end(ctx context.Context, inv *Invocation, stopped bool, runErr error) error {
+	flushErr := inv.sh.sess.flush(ctx)
+	switch {
+	case flushErr != nil && (stopped || runErr != nil):
+		t.svc.logger.ErrorContext(ctx, "the turn's events could not be stored", "err", flushErr)
+	case flushErr != nil:
+		runErr = flushErr
+	}
+	return runErr
 }
 
 // persist records a non-partial event of this invocation: temp: state goes

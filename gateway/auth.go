@@ -67,9 +67,19 @@ func (s *Server) isPublic(path string) bool {
 // refusal is logged with its reason (never the token) and answered 401 in
 // the surface's format.
 func (s *Server) authenticate(c *gin.Context) {
-	if s.cfg.Auth == nil || s.isPublic(c.Request.URL.Path) {
+	if s.admit(c) {
 		c.Next()
-		return
+	}
+}
+
+// admit reports whether the request may go on, with its principal on the
+// context; if not, it has answered and aborted. (Out of authenticate's
+// frame, see requestID.)
+//
+//go:noinline
+func (s *Server) admit(c *gin.Context) bool {
+	if s.cfg.Auth == nil || s.isPublic(c.Request.URL.Path) {
+		return true
 	}
 	p, err := s.cfg.Auth.Authenticate(c.GetHeader("Authorization"))
 	if err != nil {
@@ -81,10 +91,10 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.log.WarnContext(c.Request.Context(), "authentication failed", "reason", reason, "err", err)
 		writeError(c, classify(err))
 		c.Abort()
-		return
+		return false
 	}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), principalKey{}, p))
-	c.Next()
+	return true
 }
 
 // writeError answers in the format of the surface the request is on.

@@ -493,56 +493,81 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 	defer closeStream()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	run := turn.runner.Run(runCtx, turn.req)
-	enc := s.encoderFor(turn, req)
-	var w *sseWriter
-	start := func() {
-		if w == nil {
-			var hdr map[string]string
-			if turn.echoSession {
-				hdr = map[string]string{"X-Session-Id": turn.sessionID}
-			}
-			// The headers go out with the first frame, in one flush.
-			w = newSSE(c.Writer, hdr)
+	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(runCtx, turn.req), enc: s.encoderFor(turn, req)}
+	err = pump(runCtx, cancel, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
+	s.endStream(ctx, cs, req, err)
+}
+
+// chatStream is what a streamed chat completion writes with. Its methods
+// run on top of the whole turn (a push iterator runs its consumer on the
+// producer's stack), so the state lives here rather than in closures in
+// streamChat's frame, which the request's goroutine keeps on its stack for
+// as long as the stream is open (see docs/notes-memory.md).
+type chatStream struct {
+	c    *gin.Context
+	turn *chatTurn
+	run  *agentcore.Run
+	enc  *openaiwire.Encoder
+	w    *sseWriter // nil until the first frame
+	buf  []byte
+}
+
+// start sends the headers with the first frame, in one flush.
+func (cs *chatStream) start() {
+	if cs.w == nil {
+		var hdr map[string]string
+		if cs.turn.echoSession {
+			hdr = map[string]string{"X-Session-Id": cs.turn.sessionID}
 		}
+		cs.w = newSSE(cs.c.Writer, hdr)
 	}
-	// write sends an event's chunks, and then tail, in one write and one
-	// flush: a delta goes out as soon as it exists.
-	var buf []byte
-	write := func(chunks []openaiwire.ChatCompletionChunk, tail string) error {
-		buf = buf[:0]
-		for i := range chunks {
-			var err error
-			if buf, err = openaiwire.AppendChunkFrame(buf, &chunks[i]); err != nil {
-				return err
-			}
-		}
-		buf = append(buf, tail...)
-		if len(buf) == 0 {
-			return nil
-		}
-		start()
-		return w.frame(buf)
-	}
-	err = pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
-		vis, err := visibleEvent(ev, run.InvocationID())
-		if err != nil || vis == nil {
+}
+
+// write sends an event's chunks, and then tail, in one write and one
+// flush: a delta goes out as soon as it exists.
+func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
+	cs.buf = cs.buf[:0]
+	for i := range chunks {
+		var err error
+		if cs.buf, err = openaiwire.AppendChunkFrame(cs.buf, &chunks[i]); err != nil {
 			return err
 		}
-		return write(enc.Event(vis), "")
-	}, func() error {
-		start()
-		return w.comment("keepalive")
-	})
+	}
+	cs.buf = append(cs.buf, tail...)
+	if len(cs.buf) == 0 {
+		return nil
+	}
+	cs.start()
+	return cs.w.frame(cs.buf)
+}
+
+// event writes what a client sees of one event of the run.
+func (cs *chatStream) event(ev *sessions.Event) error {
+	vis, err := visibleEvent(ev, cs.run.InvocationID())
+	if err != nil || vis == nil {
+		return err
+	}
+	return cs.write(cs.enc.Event(vis), "")
+}
+
+func (cs *chatStream) keepalive() error {
+	cs.start()
+	return cs.w.comment("keepalive")
+}
+
+// endStream finishes a stream whose run ended with err: the finish chunks
+// and [DONE], or an error (a frame once the stream has started).
+func (s *Server) endStream(ctx context.Context, cs *chatStream, req *openaiwire.ChatCompletionRequest, err error) {
+	c, run := cs.c, cs.run
 	if err == nil {
-		if err = s.afterRun(ctx, turn, enc.ToolCalls()); err == nil {
+		if err = s.afterRun(ctx, cs.turn, cs.enc.ToolCalls()); err == nil {
 			var chunks []openaiwire.ChatCompletionChunk
-			if w == nil {
+			if cs.w == nil {
 				// Nothing was shown yet (a silent turn): still open with
 				// the role chunk so clients see a well-formed response.
-				chunks = enc.Start(run.StartAgent(), run.InvocationID())
+				chunks = cs.enc.Start(run.StartAgent(), run.InvocationID())
 			}
-			if err = write(append(chunks, enc.Finish(run.Usage())...), openaiwire.DoneFrame); err == nil {
+			if err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame); err == nil {
 				annotateRun(c, run)
 				return
 			}
@@ -554,11 +579,11 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 		return // the client is gone
 	}
 	s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", err)
-	if w == nil {
+	if cs.w == nil {
 		writeOpenAIError(c, ae)
 		return
 	}
-	_ = w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
+	_ = cs.w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
 }
 
 func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {

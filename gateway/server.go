@@ -208,7 +208,18 @@ func (s *Server) readyz(c *gin.Context) {
 }
 
 // requestID reads or assigns x-request-id and echoes it.
+//
+// This middleware and the others keep their work in functions of their own
+// and only call c.Next themselves: the frame of a function that calls
+// c.Next stays on the request goroutine's stack under the handler, for a
+// stream as long as it is open (see docs/notes-memory.md).
 func (s *Server) requestID(c *gin.Context) {
+	s.tagRequest(c)
+	c.Next()
+}
+
+//go:noinline
+func (s *Server) tagRequest(c *gin.Context) {
 	id := c.GetHeader("X-Request-Id")
 	if id == "" || len(id) > 128 {
 		var b [12]byte
@@ -222,7 +233,6 @@ func (s *Server) requestID(c *gin.Context) {
 	set.Add(slog.String("request_id", id))
 	c.Request = c.Request.WithContext(ctx)
 	c.Header("X-Request-Id", id)
-	c.Next()
 }
 
 const ctxRequestID = "agentgate.request_id"
@@ -256,6 +266,11 @@ func (s *Server) recovery(c *gin.Context) {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	s.logRequest(c, start)
+}
+
+//go:noinline
+func (s *Server) logRequest(c *gin.Context, start time.Time) {
 	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", slog.String("method", c.Request.Method), slog.String("route", c.FullPath()),
 		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 }

@@ -247,6 +247,7 @@ type OpenResult struct {
 	N                    int
 	Open                 float64 // agentgate_open_streams while held
 	RSSPer, HeapPer      float64 // bytes per stream
+	StackPer             float64 // goroutine stacks, bytes per stream
 	GoroutinesPer        float64
 	OpenedIn             time.Duration
 	RSSBefore, RSSDuring int64
@@ -286,6 +287,7 @@ func openStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n in
 		res.Open = m1[`agentgate_open_streams{route="/v1/chat/completions"}`]
 		res.RSSPer = float64(p1.RSS-p0.RSS) / float64(n)
 		res.HeapPer = (m1["go_memstats_heap_inuse_bytes"] - m0["go_memstats_heap_inuse_bytes"]) / float64(n)
+		res.StackPer = (m1["go_memstats_stack_inuse_bytes"] - m0["go_memstats_stack_inuse_bytes"]) / float64(n)
 		res.GoroutinesPer = (m1["go_goroutines"] - m0["go_goroutines"]) / float64(n)
 	})
 	if err != nil {

@@ -96,12 +96,12 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Streams held open at once through agentgate (the mock holds each after its first delta):")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| sessions | streams | open (gauge) | all open after | RSS before → during (MiB) | RSS / stream | Go heap in use / stream | goroutines / stream |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| sessions | streams | open (gauge) | all open after | RSS before → during (MiB) | RSS / stream | Go heap in use / stream | Go stacks / stream | goroutines / stream |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.open {
-			fmt.Fprintf(w, "| %s | %d | %.0f | %s | %.1f → %.1f | %.1f KiB | %.1f KiB | %.1f |\n", x.Setup, x.N, x.Open,
+			fmt.Fprintf(w, "| %s | %d | %.0f | %s | %.1f → %.1f | %.1f KiB | %.1f KiB | %.1f KiB | %.1f |\n", x.Setup, x.N, x.Open,
 				x.OpenedIn.Round(time.Millisecond), float64(x.RSSBefore)/(1<<20), float64(x.RSSDuring)/(1<<20),
-				x.RSSPer/1024, x.HeapPer/1024, x.GoroutinesPer)
+				x.RSSPer/1024, x.HeapPer/1024, x.StackPer/1024, x.GoroutinesPer)
 		}
 	}
 	var errs []string

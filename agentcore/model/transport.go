@@ -9,13 +9,31 @@ import "net/http"
 // connection and then closes it.
 const MaxIdleConnsPerHost = 512
 
+// Upstream HTTP/1.1 connections keep a read and a write buffer for as long
+// as they live, and a streamed answer holds its connection (and so both
+// buffers) for the whole stream: net/http's default of 4 KiB each was 8 KiB
+// of every open stream. 1 KiB each costs no extra write for the requests
+// providers send (openai-go flushes the headers, then writes the body past
+// the buffer; a request whose headers pass 1 KiB takes one more write) and
+// at most a few more reads for a large unstreamed answer (a body read into
+// a slice at least as large as the buffer bypasses it). HTTP/2 connections
+// are multiplexed and keep buffers of their own; these do not apply to them.
+// Measured in docs/notes-memory.md.
+const (
+	upstreamReadBufferSize  = 1 << 10
+	upstreamWriteBufferSize = 1 << 10
+)
+
 // NewTransport returns the HTTP transport providers use by default:
 // http.DefaultTransport's settings (proxy from the environment, timeouts,
-// HTTP/2) with MaxIdleConnsPerHost idle connections kept per upstream host.
-// Each call returns a new transport; the caller owns it.
+// HTTP/2) with MaxIdleConnsPerHost idle connections kept per upstream host
+// and 1 KiB read and write buffers per HTTP/1.1 connection. Each call
+// returns a new transport; the caller owns it.
 func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0 // no global cap: the per-host cap bounds it
 	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.ReadBufferSize = upstreamReadBufferSize
+	t.WriteBufferSize = upstreamWriteBufferSize
 	return t
 }
