@@ -38,7 +38,11 @@ const maxEvent = 32 << 20
 var errEventTooLong = fmt.Errorf("a server-sent event longer than %d MiB", maxEvent>>20)
 
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 4<<10)} // longer lines go to s.long
+	// 1 KiB holds a chunk's line (a few hundred bytes); longer lines go to
+	// s.long. The upstream connection under it reads 1 KiB at a time too
+	// (model.NewTransport), so a larger buffer here would only cost every
+	// open stream memory.
+	return &sseReader{r: bufio.NewReaderSize(r, 1<<10)}
 }
 
 // next returns the next event's data, valid until the next call; io.EOF
