@@ -509,7 +509,7 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 	// the stack under every delta of the answer (a push iterator runs its
 	// consumer on the producer's stack) and, for a stream, under the whole
 	// wait for the model; the callbacks and the bookkeeping around it are in
-	// functions that return before it (see docs/notes-memory.md).
+	// functions that return before it (see docs/benchmarks-memory.md).
 	cc := newCallbackContext(inv)
 	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
 	if ev != nil || !ok {

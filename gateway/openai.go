@@ -502,7 +502,7 @@ func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.Chat
 // run on top of the whole turn (a push iterator runs its consumer on the
 // producer's stack), so the state lives here rather than in closures in
 // streamChat's frame, which the request's goroutine keeps on its stack for
-// as long as the stream is open (see docs/notes-memory.md).
+// as long as the stream is open (see docs/benchmarks-memory.md).
 type chatStream struct {
 	c    *gin.Context
 	turn *chatTurn

@@ -212,7 +212,7 @@ func (s *Server) readyz(c *gin.Context) {
 // This middleware and the others keep their work in functions of their own
 // and only call c.Next themselves: the frame of a function that calls
 // c.Next stays on the request goroutine's stack under the handler, for a
-// stream as long as it is open (see docs/notes-memory.md).
+// stream as long as it is open (see docs/benchmarks-memory.md).
 func (s *Server) requestID(c *gin.Context) {
 	s.tagRequest(c)
 	c.Next()

@@ -18,7 +18,7 @@ const MaxIdleConnsPerHost = 512
 // at most a few more reads for a large unstreamed answer (a body read into
 // a slice at least as large as the buffer bypasses it). HTTP/2 connections
 // are multiplexed and keep buffers of their own; these do not apply to them.
-// Measured in docs/notes-memory.md.
+// Measured in docs/benchmarks-memory.md.
 const (
 	upstreamReadBufferSize  = 1 << 10
 	upstreamWriteBufferSize = 1 << 10

@@ -38,7 +38,7 @@ end
 
 // createScript: KEYS lock meta state events index user tree [app];
 // ARGV token base id root createdMicros ttlMillis, then the session, user
-// and app delta groups. With a token (not ''), it creates only while that
+// and app delta groups. With a non-empty token, it creates only while that
 // token holds the run lease (the lease taken in the same pipeline). Returns
 // {0} when the session exists (or the lease is another's), else {1, state,
 // user}.
