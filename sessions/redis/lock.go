@@ -151,32 +151,48 @@ type heldLease struct {
 func (s *Store) hold(key, token string) func() {
 	lease := &heldLease{token: token}
 	s.held.Store(key, lease)
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	// The renewal runs from a timer, not a goroutine of its own: a lease
+	// is held as long as its stream is open, and a parked goroutine's stack
+	// would cost every open stream on Redis a few KiB more.
 	every := s.lockTTL / 3
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			n, err := renewScript.Run(ctx, s.client, []string{key}, token, s.lockTTL.Milliseconds()).Int64()
-			cancel()
-			if err == nil && n == 0 {
-				return // the lease expired and may be someone else's now
-			}
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		timer    *time.Timer
+		renewing sync.WaitGroup
+	)
+	renew := func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
 		}
-	}()
+		renewing.Add(1)
+		mu.Unlock()
+		defer renewing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		n, err := renewScript.Run(ctx, s.client, []string{key}, token, s.lockTTL.Milliseconds()).Int64()
+		cancel()
+		if err == nil && n == 0 {
+			return // the lease expired and may be someone else's now
+		}
+		mu.Lock()
+		if !stopped {
+			timer.Reset(every)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(every, renew)
+	mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			close(stop)
-			<-done
+			mu.Lock()
+			stopped = true
+			timer.Stop()
+			mu.Unlock()
+			renewing.Wait() // a renewal under way ends before the release
 			s.held.CompareAndDelete(key, lease)
 			if lease.released.Load() {
 				return // released with the turn's write
