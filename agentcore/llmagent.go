@@ -196,21 +196,8 @@ func (a *LlmAgent) beforeAgent(ctx context.Context, inv *Invocation, yield func(
 		yield(ev, nil)
 		return ctx, inv, false
 	}
-	if cb := a.cfg.Callbacks.BeforeAgent; cb != nil {
-		cc := newCallbackContext(inv)
-		content, err := cb(ctx, cc)
-		if err != nil {
-			yield(nil, fmt.Errorf("agent %s: before_agent callback: %w", a.cfg.Name, err))
-			return ctx, inv, false
-		}
-		if content != nil || len(cc.actions.StateDelta) > 0 {
-			ev := inv.NewEvent()
-			ev.Content = content
-			ev.Actions = *cc.actions
-			if !yield(ev, nil) || content != nil {
-				return ctx, inv, false
-			}
-		}
+	if cb := a.cfg.Callbacks.BeforeAgent; cb != nil && !a.agentCallback(ctx, inv, cb, "before_agent", yield) {
+		return ctx, inv, false
 	}
 	return ctx, inv, true
 }
@@ -219,22 +206,30 @@ func (a *LlmAgent) beforeAgent(ctx context.Context, inv *Invocation, yield func(
 //
 //go:noinline
 func (a *LlmAgent) afterAgent(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) {
-	cb := a.cfg.Callbacks.AfterAgent
-	if cb == nil {
-		return
+	if cb := a.cfg.Callbacks.AfterAgent; cb != nil {
+		a.agentCallback(ctx, inv, cb, "after_agent", yield)
 	}
+}
+
+// agentCallback runs a before_agent or after_agent callback (which names
+// it in errors) and yields the event it makes: its content, or a state
+// change alone. It reports whether the agent goes on: not after an error,
+// a stop by the consumer, or content.
+func (a *LlmAgent) agentCallback(ctx context.Context, inv *Invocation, cb func(context.Context, *CallbackContext) (*genai.Content, error),
+	which string, yield func(*sessions.Event, error) bool) bool {
 	cc := newCallbackContext(inv)
 	content, err := cb(ctx, cc)
 	if err != nil {
-		yield(nil, fmt.Errorf("agent %s: after_agent callback: %w", a.cfg.Name, err))
-		return
+		yield(nil, fmt.Errorf("agent %s: %s callback: %w", a.cfg.Name, which, err))
+		return false
 	}
-	if content != nil || len(cc.actions.StateDelta) > 0 {
-		ev := inv.NewEvent()
-		ev.Content = content
-		ev.Actions = *cc.actions
-		yield(ev, nil)
+	if content == nil && len(cc.actions.StateDelta) == 0 {
+		return true
 	}
+	ev := inv.NewEvent()
+	ev.Content = content
+	ev.Actions = *cc.actions
+	return yield(ev, nil) && content == nil
 }
 
 // resume declares the agent's tools and, for a resumed invocation, first
