@@ -247,18 +247,20 @@ func AssertNoKey(t *testing.T, err error, key string) {
 }
 
 // AssertHidden fails if any of secrets shows when values are printed
-// (%v, %+v, %#v; values that format themselves, a fmt.Formatter or
-// fmt.Stringer, also %s, %q and %x), logged with slog or encoded as JSON.
+// (%v, %+v, %#v, %s; values that format themselves, a fmt.Formatter or
+// fmt.Stringer, also %q and %x), logged with slog or encoded as JSON.
 func AssertHidden(t *testing.T, secrets []string, values ...any) {
 	t.Helper()
 	var logged bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logged, nil))
 	var out strings.Builder
 	for i, v := range values {
-		fmt.Fprintf(&out, "%v %+v %#v\n", v, v, v)
+		// %s of a value that does not format itself prints it whole,
+		// pointers followed, as %v at the top level does.
+		fmt.Fprintf(&out, "%v %+v %#v %s\n", v, v, v, v)
 		switch v.(type) {
 		case fmt.Formatter, fmt.Stringer:
-			fmt.Fprintf(&out, "%s %q %x\n", v, v, v)
+			fmt.Fprintf(&out, "%q %x\n", v, v)
 		}
 		logger.Info("value", fmt.Sprint("v", i), v)
 		encoded, _ := json.Marshal(v)
