@@ -198,11 +198,12 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		}
 		fmt.Fprintf(log, "[%s] %s: %d turns at %d/s on each path, in alternating blocks of %v ...\n", setup, sc.Name, n, rate, o.block)
 		directDo := func(ctx context.Context, i int) Sample { return c.direct(ctx, up.BaseURL(), sc) }
-		viaDo := func(phase string) func(ctx context.Context, i int) Sample {
-			return func(ctx context.Context, i int) Sample { return c.viaGateway(ctx, gw.base, sc, session(phase, i)) }
+		// viaDo sends turn first+i of the phase through the gateway.
+		viaDo := func(phase string, first int) func(ctx context.Context, i int) Sample {
+			return func(ctx context.Context, i int) Sample { return c.viaGateway(ctx, gw.base, sc, session(phase, first+i)) }
 		}
 		runLoad(ctx, rate, warm, o.maxInFlight, directDo)
-		runLoad(ctx, rate, warm, o.maxInFlight, viaDo("warm"))
+		runLoad(ctx, rate, warm, o.maxInFlight, viaDo("warm", 0))
 		m0, err := gw.Metrics(ctx)
 		if err != nil {
 			return err
@@ -215,12 +216,12 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		perBlock := max(1, int(o.block.Seconds()*float64(rate)))
 		for done := 0; done < n && ctx.Err() == nil; done += perBlock {
 			k := min(perBlock, n-done)
-			direct.add(runLoad(ctx, rate, k, o.maxInFlight, func(ctx context.Context, i int) Sample { return directDo(ctx, done+i) }))
+			direct.add(runLoad(ctx, rate, k, o.maxInFlight, directDo))
 			p0, err := gw.Proc()
 			if err != nil {
 				return err
 			}
-			via.add(runLoad(ctx, rate, k, o.maxInFlight, func(ctx context.Context, i int) Sample { return viaDo("run")(ctx, done+i) }))
+			via.add(runLoad(ctx, rate, k, o.maxInFlight, viaDo("run", done)))
 			p1, err := gw.Proc()
 			if err != nil {
 				return err
