@@ -109,6 +109,17 @@ func (l *opLog) during(t *testing.T, fn func() error) []string {
 
 // turnTree is a coordinator that transfers greetings to a greeter and hands
 // texts to summarize to a summarizer called as a tool.
+// turnRunner runs turnTree's turns on s, as the gateway does (sessions
+// created on first use, every turn at the root).
+func turnRunner(t testing.TB, s *Store) *agentcore.Runner {
+	t.Helper()
+	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: turnTree(t), Sessions: s, AutoCreateSession: true, RouteToRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func turnTree(t testing.TB) agentcore.Agent {
 	t.Helper()
 	m, err := scripted.New("turns", scripted.Config{Rules: []scripted.Rule{
@@ -164,10 +175,7 @@ func gatewayTurn(ctx context.Context, s *Store, r *agentcore.Runner, app, id, te
 func checkTurnRoundTrips(t *testing.T, s *Store) {
 	ops := newOpLog()
 	s.client.AddHook(ops)
-	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: turnTree(t), Sessions: s, AutoCreateSession: true, RouteToRoot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := turnRunner(t, s)
 	ctx := t.Context()
 	for _, text := range []string{"hello", "summarize this"} { // load every script once
 		if _, err := gatewayTurn(ctx, s, r, "app", "warm", text); err != nil {
@@ -330,10 +338,7 @@ func TestTurnWriteReleasesLease(t *testing.T) {
 	s := newStore(t, Config{URL: srv.URL(""), TTL: time.Hour})
 	ops := newOpLog()
 	s.client.AddHook(ops)
-	r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: "app", Agent: turnTree(t), Sessions: s, AutoCreateSession: true, RouteToRoot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := turnRunner(t, s)
 	ctx := t.Context()
 	sess, release, err := s.AcquireGet(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "l1"}, 0)
 	if !errors.Is(err, sessions.ErrNotFound) || release == nil {
