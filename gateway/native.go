@@ -147,7 +147,7 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	}
 	annotate(c, slog.String("session_id", req.SessionID))
 	ctx := c.Request.Context()
-	if strings.HasPrefix(req.SessionID, "~") {
+	if ownSession(req.SessionID) {
 		return nil, sessionNotFound(req.SessionID) // the gateway's own records
 	}
 	// The session is read under its run lock (one round trip when the store
@@ -400,7 +400,7 @@ func appNotFound(name string) *apiError {
 // getVisibleSession reads a session clients may see: the gateway's own
 // ("~") sessions are reported missing.
 func (s *Server) getVisibleSession(ctx context.Context, app, user, id string) (*sessions.Session, error) {
-	if strings.HasPrefix(id, "~") {
+	if ownSession(id) {
 		return nil, sessionNotFound(id)
 	}
 	sess, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: id})

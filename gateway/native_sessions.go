@@ -164,7 +164,7 @@ func (s *Server) subSessions(ctx context.Context, app, user, parent string) ([]*
 	}
 	out := []*sessions.Session{}
 	for _, ss := range resp.Sessions {
-		if strings.HasPrefix(ss.ID, "~") || sessions.ParentID(ss.ID) != parent {
+		if ownSession(ss.ID) || sessions.ParentID(ss.ID) != parent {
 			continue
 		}
 		ss.Events = []*sessions.Event{}
@@ -361,7 +361,7 @@ func (s *Server) patchSession(c *gin.Context, a *app, user, id string) error {
 // deleteSession deletes a session with its sub-conversations and answers
 // null.
 func (s *Server) deleteSession(c *gin.Context, a *app, user, id string) error {
-	if strings.HasPrefix(id, "~") {
+	if ownSession(id) {
 		return sessionNotFound(id)
 	}
 	err := s.cfg.Sessions.Delete(c.Request.Context(), sessions.DeleteRequest{AppName: a.ID, UserID: user, SessionID: id})

@@ -30,6 +30,10 @@ const (
 	callSessionPrefix = "~call-"
 )
 
+// ownSession reports whether id is one of the gateway's own sessions (any
+// id starting with "~"): clients cannot name, see, list or delete them.
+func ownSession(id string) bool { return strings.HasPrefix(id, "~") }
+
 func (s *Server) listModels(c *gin.Context) {
 	list := openaiwire.ModelList{Data: []openaiwire.Model{}}
 	for _, a := range s.catalog().Apps {
@@ -125,7 +129,7 @@ func sessionHeader(h http.Header, md map[string]string) string {
 }
 
 func validSessionID(id string) bool {
-	if len(id) > 256 || strings.HasPrefix(id, "~") {
+	if len(id) > 256 || ownSession(id) {
 		return false
 	}
 	for _, r := range id {
