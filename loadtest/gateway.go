@@ -45,20 +45,22 @@ models:
 `, sess, logLevel, upstreamURL)
 }
 
-// Gateway is agentgate running as a child process.
-type Gateway struct {
+// Child is a server the load test runs as a child process: agentgate, or
+// the floor proxy.
+type Child struct {
 	cmd  *exec.Cmd
 	base string
 	done chan error
 }
 
-// buildGateway compiles ./cmd/gateway of the module in root into dir.
-func buildGateway(root, dir string) (string, error) {
-	bin := filepath.Join(dir, "agentgate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
+// buildBinary compiles the main package pkg ("./cmd/gateway") of the
+// module in root into dir/name.
+func buildBinary(root, dir, pkg, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gateway: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
@@ -76,13 +78,25 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// StartGateway runs bin on config and waits until it listens. extraArgs
-// are appended to the command line. The gateway's logs go to a file next
-// to config, not through this process: at a thousand requests a second,
-// reading them here would take CPU from the load generator and the mock
-// on the path through the gateway only.
-func StartGateway(bin, config string, extraArgs ...string) (*Gateway, error) {
-	cmd := exec.Command(bin, append([]string{"-config", config}, extraArgs...)...)
+// StartGateway runs the agentgate binary bin on config and waits until it
+// listens. extraArgs are appended to the command line.
+func StartGateway(bin, config string, extraArgs ...string) (*Child, error) {
+	return startChild(bin, append([]string{"-config", config}, extraArgs...), filepath.Dir(config), "agentgate listening")
+}
+
+// StartFloorProxy runs the floorproxy binary bin in front of upstream (the
+// API root) and waits until it listens; its output goes to a file in dir.
+func StartFloorProxy(bin, upstream, dir string) (*Child, error) {
+	return startChild(bin, []string{"-upstream", upstream}, dir, "floorproxy listening")
+}
+
+// startChild runs bin with args and waits for its JSON log line whose msg
+// is ready and whose addr is where it listens. The child's output goes to
+// a file in dir, not through this process: at a thousand requests a
+// second, reading it here would take CPU from the load generator and the
+// mock on one path only.
+func startChild(bin string, args []string, dir, ready string) (*Child, error) {
+	cmd := exec.Command(bin, args...)
 	// A clean environment (REDIS_URL would switch the sessions), except
 	// the Go runtime's knobs and a pprof address, for experiments.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -92,7 +106,7 @@ func StartGateway(bin, config string, extraArgs ...string) (*Gateway, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	logs, err := os.CreateTemp(filepath.Dir(config), "gateway-*.log")
+	logs, err := os.CreateTemp(dir, filepath.Base(bin)+"-*.log")
 	if err != nil {
 		return nil, err
 	}
@@ -103,28 +117,28 @@ func StartGateway(bin, config string, extraArgs ...string) (*Gateway, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cmd: cmd, done: make(chan error, 1)}
+	g := &Child{cmd: cmd, done: make(chan error, 1)}
 	go func() { g.done <- cmd.Wait() }()
 	deadline := time.After(60 * time.Second)
 	for {
-		if a := listeningAddr(logs.Name()); a != "" {
+		if a := listeningAddr(logs.Name(), ready); a != "" {
 			g.base = "http://" + a
 			return g, nil
 		}
 		select {
 		case err := <-g.done:
-			return nil, fmt.Errorf("gateway exited: %v\n%s", err, stderr.String())
+			return nil, fmt.Errorf("%s exited: %v\n%s", filepath.Base(bin), err, stderr.String())
 		case <-deadline:
 			_ = cmd.Process.Kill()
-			return nil, errors.New("gateway did not start within 60s")
+			return nil, fmt.Errorf("%s did not start within 60s", filepath.Base(bin))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
 
-// listeningAddr returns the address in the gateway's "agentgate
-// listening" log line, once the log file holds it.
-func listeningAddr(path string) string {
+// listeningAddr returns the address in the log line whose msg is ready,
+// once the log file at path holds it.
+func listeningAddr(path, ready string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -134,7 +148,7 @@ func listeningAddr(path string) string {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var rec struct{ Msg, Addr string }
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "agentgate listening" {
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == ready {
 			return rec.Addr
 		}
 	}
@@ -142,14 +156,14 @@ func listeningAddr(path string) string {
 }
 
 // Stop sends SIGTERM and waits for the exit.
-func (g *Gateway) Stop() error {
+func (g *Child) Stop() error {
 	_ = g.cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-g.done:
 		return err
 	case <-time.After(20 * time.Second):
 		_ = g.cmd.Process.Kill()
-		return errors.New("gateway did not stop")
+		return errors.New("the child process did not stop")
 	}
 }
 
@@ -159,7 +173,7 @@ type Proc struct {
 	RSS int64
 }
 
-func (g *Gateway) Proc() (Proc, error) {
+func (g *Child) Proc() (Proc, error) {
 	pid := strconv.Itoa(g.cmd.Process.Pid)
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
@@ -185,7 +199,7 @@ func (g *Gateway) Proc() (Proc, error) {
 }
 
 // Metrics scrapes the gateway's /metrics into name{labels} -> value.
-func (g *Gateway) Metrics(ctx context.Context) (map[string]float64, error) {
+func (g *Child) Metrics(ctx context.Context) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

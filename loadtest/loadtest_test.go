@@ -55,10 +55,15 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errs.String())
 	}
 	report := out.String()
+	if strings.Contains(report, "agent tool | memory | net/http proxy") {
+		t.Errorf("the floor proxy took the agent tool's turns:\n%s", report)
+	}
 	if strings.Contains(report, "Errors:") {
 		t.Errorf("turns failed:\n%s", report)
 	}
-	for _, want := range []string{"non-streaming pass-through | memory | agentgate", "agent tool | memory | agentgate", "| memory | 20 | 20 |"} {
+	for _, want := range []string{"non-streaming pass-through | memory | agentgate", "agent tool | memory | agentgate", "| memory | 20 | 20 |",
+		// The floor proxy takes the pass-through turns, and only those.
+		"non-streaming pass-through | memory | net/http proxy", "streaming pass-through | memory | net/http proxy", "The hop alone"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

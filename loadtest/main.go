@@ -4,8 +4,11 @@
 // agentgate (the real binary, built from ./cmd/gateway, with a generated
 // config whose openai provider points at the mock), then sends, in one run,
 // the same workload twice: straight to the mock, and through agentgate. The
-// difference is the gateway's own cost. Everything listens on loopback;
-// every loop is bounded by the request count.
+// difference is the gateway's own cost. The pass-through workloads also go
+// through a bare net/http proxy (./loadtest/floorproxy), whose cost is that
+// of one more HTTP hop on the machine: the floor under agentgate's.
+// Everything listens on loopback; every loop is bounded by the request
+// count.
 //
 //	go run ./loadtest                       # every scenario, memory and redis sessions
 //	go run ./loadtest -quick                # a short smoke run
@@ -47,6 +50,7 @@ type options struct {
 	block       time.Duration
 	gatewayBin  string
 	logLevel    string
+	floor       bool
 }
 
 func main() {
@@ -75,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.openStreams, "open-streams", 1000, "concurrent open streams for the memory-per-stream figure (0 skips it)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4096, "bound on turns in flight at once")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "a prebuilt agentgate binary (default: build ./cmd/gateway)")
+	fs.BoolVar(&o.floor, "floor", true, "also send the pass-through scenarios through a bare net/http proxy (loadtest/floorproxy): the cost of the hop alone")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs go to a file in the run's temporary directory)")
 	quick := fs.Bool("quick", false, "a short smoke run: 1s per phase at low rates, 100 open streams")
 	if err := fs.Parse(args); err != nil {
@@ -109,15 +114,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := o.gatewayBin
-	if bin == "" {
+	bin, floorBin := o.gatewayBin, ""
+	if bin == "" || o.floor {
 		root, err := moduleRoot()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "building ./cmd/gateway ...")
-		if bin, err = buildGateway(root, tmp); err != nil {
-			return err
+		if bin == "" {
+			fmt.Fprintln(stderr, "building ./cmd/gateway ...")
+			if bin, err = buildBinary(root, tmp, "./cmd/gateway", "agentgate"); err != nil {
+				return err
+			}
+		}
+		if o.floor {
+			if floorBin, err = buildBinary(root, tmp, "./loadtest/floorproxy", "floorproxy"); err != nil {
+				return err
+			}
 		}
 	}
 	up, err := StartUpstream(UpstreamConfig{Latency: o.latency, Chunks: o.chunks, Interval: o.interval})
@@ -125,11 +137,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer up.Close()
+	var floor *Child
+	if floorBin != "" {
+		if floor, err = StartFloorProxy(floorBin, up.BaseURL(), tmp); err != nil {
+			return err
+		}
+		defer func() { _ = floor.Stop() }()
+	}
 
 	rep := &report{opts: o, machine: machineInfo(), started: time.Now()}
 	c := newClient()
 	for _, setup := range o.sessions {
-		if err := runSetup(ctx, stderr, rep, c, up, bin, tmp, setup); err != nil {
+		if err := runSetup(ctx, stderr, rep, c, up, floor, bin, tmp, setup); err != nil {
 			return fmt.Errorf("%s sessions: %w", setup, err)
 		}
 	}
@@ -147,8 +166,10 @@ func scenarioByKey(k string) *Scenario {
 }
 
 // runSetup starts a gateway for one session setup and runs every
-// scenario against it, then the open-streams measurement.
-func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Upstream, bin, tmp, setup string) error {
+// scenario against it, then the open-streams measurement. floor, when not
+// nil, is the floor proxy: the scenarios with one upstream call go through
+// it too.
+func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Upstream, floor *Child, bin, tmp, setup string) error {
 	backend, redisURL := "memory", ""
 	if setup == "redis" {
 		dir := filepath.Join(tmp, "redis")
@@ -198,48 +219,79 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		}
 		fmt.Fprintf(log, "[%s] %s: %d turns at %d/s on each path, in alternating blocks of %v ...\n", setup, sc.Name, n, rate, o.block)
 		directDo := func(ctx context.Context, i int) Sample { return c.direct(ctx, up.BaseURL(), sc) }
+		// The floor proxy passes one request on as it is: only a scenario
+		// of one upstream call, whose turn is that call, goes through it.
+		var floorDo func(ctx context.Context, i int) Sample
+		if floor != nil && len(sc.Direct) == 1 && sc.Direct[0] == sc.Model {
+			floorDo = func(ctx context.Context, i int) Sample { return c.direct(ctx, floor.base+"/v1", sc) }
+		}
 		// viaDo sends turn first+i of the phase through the gateway.
 		viaDo := func(phase string, first int) func(ctx context.Context, i int) Sample {
-			return func(ctx context.Context, i int) Sample { return c.viaGateway(ctx, gw.base, sc, session(phase, first+i)) }
+			return func(ctx context.Context, i int) Sample {
+				return c.viaGateway(ctx, gw.base, sc, session(phase, first+i))
+			}
 		}
 		runLoad(ctx, rate, warm, o.maxInFlight, directDo)
+		if floorDo != nil {
+			runLoad(ctx, rate, warm, o.maxInFlight, floorDo)
+		}
 		runLoad(ctx, rate, warm, o.maxInFlight, viaDo("warm", 0))
 		m0, err := gw.Metrics(ctx)
 		if err != nil {
 			return err
 		}
-		// The paths take turns, a block each, so that both see the same
+		// The paths take turns, a block each, so that all see the same
 		// machine: on shared CPUs, whatever else runs meanwhile (builds,
-		// GC in the load generator) lands on both instead of on one.
+		// GC in the load generator) lands on all instead of on one.
 		var direct, via Result
-		var cpu time.Duration
+		var fl *Result
+		var cpu, floorCPU time.Duration
 		perBlock := max(1, int(o.block.Seconds()*float64(rate)))
 		for done := 0; done < n && ctx.Err() == nil; done += perBlock {
 			k := min(perBlock, n-done)
 			direct.add(runLoad(ctx, rate, k, o.maxInFlight, directDo))
-			p0, err := gw.Proc()
+			if floorDo != nil {
+				if fl == nil {
+					fl = &Result{}
+				}
+				t, err := cpuOf(floor, func() { fl.add(runLoad(ctx, rate, k, o.maxInFlight, floorDo)) })
+				if err != nil {
+					return err
+				}
+				floorCPU += t
+			}
+			t, err := cpuOf(gw, func() { via.add(runLoad(ctx, rate, k, o.maxInFlight, viaDo("run", done))) })
 			if err != nil {
 				return err
 			}
-			via.add(runLoad(ctx, rate, k, o.maxInFlight, viaDo("run", done)))
-			p1, err := gw.Proc()
-			if err != nil {
-				return err
-			}
-			cpu += p1.CPU - p0.CPU
+			cpu += t
 		}
 		m1, err := gw.Metrics(ctx)
 		if err != nil {
 			return err
 		}
 		ops := sumPrefix(m1, "agentgate_session_store_operations_total") - sumPrefix(m0, "agentgate_session_store_operations_total")
-		rep.rows = append(rep.rows, row{Scenario: sc, Setup: setup, Rate: rate, Direct: direct, Via: via,
-			CPU: cpu, StoreOps: ops})
+		rep.rows = append(rep.rows, row{Scenario: sc, Setup: setup, Rate: rate, Direct: direct, Via: via, Floor: fl,
+			CPU: cpu, FloorCPU: floorCPU, StoreOps: ops})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// cpuOf returns the CPU time the child process c spends while f runs.
+func cpuOf(c *Child, f func()) (time.Duration, error) {
+	p0, err := c.Proc()
+	if err != nil {
+		return 0, err
+	}
+	f()
+	p1, err := c.Proc()
+	if err != nil {
+		return 0, err
+	}
+	return p1.CPU - p0.CPU, nil
 }
 
 // OpenResult is the memory taken by streams held open at once.
@@ -256,7 +308,7 @@ type OpenResult struct {
 
 // openStreams holds n streams open through the gateway at once (the mock
 // holds each after its first delta) and measures the gateway's memory.
-func openStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n int, withSession bool) (OpenResult, error) {
+func openStreams(ctx context.Context, c *Client, gw *Child, up *Upstream, n int, withSession bool) (OpenResult, error) {
 	// Warm the pools first, then take the baseline.
 	if _, err := holdStreams(ctx, c, gw, up, min(n, 50), withSession, "warm", nil); err != nil {
 		return OpenResult{}, err
@@ -300,7 +352,7 @@ func openStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n in
 
 // holdStreams opens n streams on the "hold" model, calls during() once all
 // have their first delta, then releases them and waits for their ends.
-func holdStreams(ctx context.Context, c *Client, gw *Gateway, up *Upstream, n int, withSession bool, phase string, during func()) (time.Duration, error) {
+func holdStreams(ctx context.Context, c *Client, gw *Child, up *Upstream, n int, withSession bool, phase string, during func()) (time.Duration, error) {
 	var opened, done sync.WaitGroup
 	opened.Add(n)
 	done.Add(n)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,8 +14,11 @@ type row struct {
 	Setup       string
 	Rate        int
 	Direct, Via Result
-	// CPU is the gateway process's CPU time during the measured phase.
-	CPU time.Duration
+	// Floor is the same turns through the floor proxy (nil: not run).
+	Floor *Result
+	// CPU is the gateway process's CPU time during the measured phase;
+	// FloorCPU the floor proxy's.
+	CPU, FloorCPU time.Duration
 	// StoreOps is the number of session-store operations in that phase.
 	StoreOps float64
 }
@@ -36,6 +40,59 @@ func diff(a, b time.Duration) string {
 	return fmt.Sprintf("%+.0f", float64(b-a)/float64(time.Microsecond))
 }
 
+// table starts a Markdown table after a blank line, intro and another
+// blank line: its header row of cols, the first text columns aligned left,
+// the others (figures) right.
+func table(w io.Writer, text int, intro string, cols ...string) {
+	fmt.Fprintf(w, "\n%s\n\n| %s |\n|", intro, strings.Join(cols, " | "))
+	for i := range cols {
+		if i < text {
+			io.WriteString(w, "---|")
+		} else {
+			io.WriteString(w, "---:|")
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// perTurn formats, with format, total divided by the turns of res that
+// ended without error.
+func perTurn(format string, total float64, res Result) string {
+	done := res.N - res.Errors
+	if done <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, total/float64(done))
+}
+
+// writeFloor splits the gateway's cost into the hop (the floor proxy
+// minus direct) and the rest (agentgate minus the floor proxy).
+func (r *report) writeFloor(w io.Writer) {
+	var rows []row
+	for _, x := range r.rows {
+		if x.Floor != nil {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	table(w, 2, "The hop alone: the same turns through a bare net/http proxy (loadtest/floorproxy, which only\n"+
+		"passes the request on and copies the answer back), minus direct; then agentgate minus that\n"+
+		"proxy, what agentgate does beyond being one more HTTP hop (in µs; CPU per 1,000 turns in s):",
+		"scenario", "sessions", "turns/s", "hop Δp50", "hop Δp99", "hop ΔTTFT p50", "proxy CPU", "agentgate − proxy p50", "p99", "TTFT p50", "agentgate CPU")
+	for _, x := range rows {
+		d, f, v := x.Direct, *x.Floor, x.Via
+		hopTTFT, restTTFT := "–", "–"
+		if x.Scenario.Stream {
+			hopTTFT, restTTFT = diff(Pct(d.TTFT, 50), Pct(f.TTFT, 50)), diff(Pct(f.TTFT, 50), Pct(v.TTFT, 50))
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Scenario.Name, x.Setup, x.Rate,
+			diff(Pct(d.Lat, 50), Pct(f.Lat, 50)), diff(Pct(d.Lat, 99), Pct(f.Lat, 99)), hopTTFT, perTurn("%.3f", x.FloorCPU.Seconds()*1000, f),
+			diff(Pct(f.Lat, 50), Pct(v.Lat, 50)), diff(Pct(f.Lat, 99), Pct(v.Lat, 99)), restTTFT, perTurn("%.3f", x.CPU.Seconds()*1000, v))
+	}
+}
+
 func (r *report) write(w io.Writer, args []string) {
 	o, m := r.opts, r.machine
 	cmd := "go run ./loadtest"
@@ -48,19 +105,22 @@ func (r *report) write(w io.Writer, args []string) {
 	fmt.Fprintf(w, "generator share those CPUs with agentgate.\n\n")
 	fmt.Fprintf(w, "Mock upstream: %s before the first byte; streamed answers are %d deltas %s apart. Each path: %s\n",
 		o.latency, o.chunks, o.interval, o.duration)
-	fmt.Fprintf(w, "measured after %s of warm-up, the two paths taking turns in blocks of %s; turns start on an\n", o.warmup, o.block)
+	fmt.Fprintf(w, "measured after %s of warm-up, the paths taking turns in blocks of %s; turns start on an\n", o.warmup, o.block)
 	fmt.Fprintf(w, "open-loop schedule. Session setups: `memory` and\n")
 	fmt.Fprintf(w, "`redis` send every turn on a new session (`X-Session-Id`), `stateless` sends none.\n\n")
 
-	fmt.Fprintln(w, "Latency and time to first token (TTFT: to the first content delta), in ms:")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | sessions | path | turns/s | p50 | p90 | p99 | TTFT p50 | TTFT p90 | TTFT p99 | errors |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	table(w, 3, "Latency and time to first token (TTFT: to the first content delta), in ms:",
+		"scenario", "sessions", "path", "turns/s", "p50", "p90", "p99", "TTFT p50", "TTFT p90", "TTFT p99", "errors")
+	type path struct {
+		name string
+		res  Result
+	}
 	for _, x := range r.rows {
-		for _, p := range []struct {
-			name string
-			res  Result
-		}{{"direct", x.Direct}, {"agentgate", x.Via}} {
+		paths := []path{{"direct", x.Direct}, {"agentgate", x.Via}}
+		if x.Floor != nil {
+			paths = slices.Insert(paths, 1, path{"net/http proxy", *x.Floor})
+		}
+		for _, p := range paths {
 			ttft := [3]string{"–", "–", "–"}
 			if x.Scenario.Stream {
 				ttft = [3]string{ms(Pct(p.res.TTFT, 50)), ms(Pct(p.res.TTFT, 90)), ms(Pct(p.res.TTFT, 99))}
@@ -70,34 +130,24 @@ func (r *report) write(w io.Writer, args []string) {
 				ttft[0], ttft[1], ttft[2], p.res.Errors)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The gateway's own cost (agentgate minus direct, in µs), its CPU time per 1,000 turns, and the")
-	fmt.Fprintln(w, "session-store operations per turn (lock and unlock included; one Redis round trip each):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | sessions | turns/s | Δp50 | Δp90 | Δp99 | ΔTTFT p50 | ΔTTFT p99 | CPU s / 1,000 turns | store ops / turn |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	table(w, 2, "The gateway's own cost (agentgate minus direct, in µs), its CPU time per 1,000 turns, and the\n"+
+		"session-store operations per turn (lock and unlock included; one Redis round trip each):",
+		"scenario", "sessions", "turns/s", "Δp50", "Δp90", "Δp99", "ΔTTFT p50", "ΔTTFT p99", "CPU s / 1,000 turns", "store ops / turn")
 	for _, x := range r.rows {
 		d, v := x.Direct, x.Via
 		dt := [2]string{"–", "–"}
 		if x.Scenario.Stream {
 			dt = [2]string{diff(Pct(d.TTFT, 50), Pct(v.TTFT, 50)), diff(Pct(d.TTFT, 99), Pct(v.TTFT, 99))}
 		}
-		done := v.N - v.Errors
-		cpu, ops := "–", "–"
-		if done > 0 {
-			cpu = fmt.Sprintf("%.3f", x.CPU.Seconds()*1000/float64(done))
-			ops = fmt.Sprintf("%.1f", x.StoreOps/float64(done))
-		}
+		cpu, ops := perTurn("%.3f", x.CPU.Seconds()*1000, v), perTurn("%.1f", x.StoreOps, v)
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", x.Scenario.Name, x.Setup, x.Rate,
 			diff(Pct(d.Lat, 50), Pct(v.Lat, 50)), diff(Pct(d.Lat, 90), Pct(v.Lat, 90)), diff(Pct(d.Lat, 99), Pct(v.Lat, 99)),
 			dt[0], dt[1], cpu, ops)
 	}
+	r.writeFloor(w)
 	if len(r.open) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Streams held open at once through agentgate (the mock holds each after its first delta):")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| sessions | streams | open (gauge) | all open after | RSS before → during (MiB) | RSS / stream | Go heap in use / stream | Go stacks / stream | goroutines / stream |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		table(w, 1, "Streams held open at once through agentgate (the mock holds each after its first delta):",
+			"sessions", "streams", "open (gauge)", "all open after", "RSS before → during (MiB)", "RSS / stream", "Go heap in use / stream", "Go stacks / stream", "goroutines / stream")
 		for _, x := range r.open {
 			fmt.Fprintf(w, "| %s | %d | %.0f | %s | %.1f → %.1f | %.1f KiB | %.1f KiB | %.1f KiB | %.1f |\n", x.Setup, x.N, x.Open,
 				x.OpenedIn.Round(time.Millisecond), float64(x.RSSBefore)/(1<<20), float64(x.RSSDuring)/(1<<20),
@@ -106,7 +156,11 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	var errs []string
 	for _, x := range r.rows {
-		for _, res := range []Result{x.Direct, x.Via} {
+		paths := []Result{x.Direct, x.Via}
+		if x.Floor != nil {
+			paths = append(paths, *x.Floor)
+		}
+		for _, res := range paths {
 			if res.FirstErr != nil {
 				errs = append(errs, fmt.Sprintf("%s/%s: %d errors, first: %v", x.Scenario.Name, x.Setup, res.Errors, res.FirstErr))
 			}

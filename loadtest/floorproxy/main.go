@@ -1,0 +1,62 @@
+// Command floorproxy is the least an HTTP proxy written with net/http
+// does: it passes POST /v1/chat/completions to an OpenAI-compatible
+// upstream and copies the answer back, flushing after every read. The load
+// test sends the pass-through workloads through it too, so that the report
+// shows what one more HTTP hop costs on the machine, before agentgate does
+// anything: agentgate's cost over direct can go no lower than this
+// proxy's.
+//
+//	floorproxy -upstream http://127.0.0.1:8001/v1
+//
+// It listens on a free loopback port and prints one JSON line with the
+// address, {"msg":"floorproxy listening","addr":"127.0.0.1:port"}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	upstream := flag.String("upstream", "", "the upstream's API root, e.g. http://127.0.0.1:8001/v1")
+	flag.Parse()
+	if *upstream == "" {
+		fmt.Fprintln(os.Stderr, "floorproxy: -upstream is required")
+		os.Exit(2)
+	}
+	if err := serve(*upstream); err != nil {
+		fmt.Fprintln(os.Stderr, "floorproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(upstream string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	// The same connection pool settings as agentgate's upstream client.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 0, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second}}
+	srv := &http.Server{Handler: newHandler(upstream, client), ReadHeaderTimeout: 10 * time.Second}
+	line, _ := json.Marshal(map[string]string{"msg": "floorproxy listening", "addr": ln.Addr().String()})
+	fmt.Println(string(line))
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
