@@ -61,7 +61,7 @@ func TestSmoke(t *testing.T) {
 	if strings.Contains(report, "Errors:") {
 		t.Errorf("turns failed:\n%s", report)
 	}
-	for _, want := range []string{"non-streaming pass-through | memory | agentgate", "agent tool | memory | agentgate", "| memory | 20 | 20 |",
+	for _, want := range []string{"non-streaming pass-through | memory | agentgate", "agent tool | memory | agentgate", "| agentgate | memory | 20 | 20 |", "| net/http proxy | – | 20 | – |",
 		// The floor proxy takes the pass-through turns, and only those.
 		"non-streaming pass-through | memory | net/http proxy", "streaming pass-through | memory | net/http proxy", "The hop alone"} {
 		if !strings.Contains(report, want) {

@@ -19,6 +19,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -137,16 +139,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer up.Close()
+	rep := &report{opts: o, machine: machineInfo(), started: time.Now()}
+	c := newClient()
 	var floor *Child
 	if floorBin != "" {
 		if floor, err = StartFloorProxy(floorBin, up.BaseURL(), tmp); err != nil {
 			return err
 		}
 		defer func() { _ = floor.Stop() }()
+		if o.openStreams > 0 {
+			fmt.Fprintf(stderr, "[net/http proxy] %d open streams ...\n", o.openStreams)
+			r, err := openStreams(ctx, c, floor, up, o.openStreams, false)
+			if err != nil {
+				return fmt.Errorf("open streams through the floor proxy: %w", err)
+			}
+			r.Through, r.Setup = "net/http proxy", "–"
+			rep.open = append(rep.open, r)
+		}
 	}
 
-	rep := &report{opts: o, machine: machineInfo(), started: time.Now()}
-	c := newClient()
 	for _, setup := range o.sessions {
 		if err := runSetup(ctx, stderr, rep, c, up, floor, bin, tmp, setup); err != nil {
 			return fmt.Errorf("%s sessions: %w", setup, err)
@@ -200,7 +211,7 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		if err != nil {
 			return fmt.Errorf("open streams: %w", err)
 		}
-		r.Setup = setup
+		r.Through, r.Setup = "agentgate", setup
 		rep.open = append(rep.open, r)
 	}
 	for _, key := range o.scenarios {
@@ -296,6 +307,7 @@ func cpuOf(c *Child, f func()) (time.Duration, error) {
 
 // OpenResult is the memory taken by streams held open at once.
 type OpenResult struct {
+	Through              string // agentgate or the floor proxy
 	Setup                string
 	N                    int
 	Open                 float64 // agentgate_open_streams while held
@@ -418,28 +430,25 @@ func (c *Client) holdOne(ctx context.Context, base, session string, firstContent
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
-	buf := make([]byte, 4096)
+	// By lines: a proxy may pass an event on in pieces.
+	sc := bufio.NewScanner(resp.Body)
 	seen := false
-	var tail []byte
-	for {
-		k, err := resp.Body.Read(buf)
-		if k > 0 {
-			if !seen && hasContent(buf[:k]) {
-				seen = true
-				firstContent()
-			}
-			tail = append(tail[max(0, len(tail)-32):], buf[:k]...)
-		}
-		if err == io.EOF {
-			if !strings.Contains(string(tail), "[DONE]") {
-				return errors.New("held stream ended without [DONE]")
-			}
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		switch {
+		case !ok:
+		case string(data) == "[DONE]":
+			_, _ = io.Copy(io.Discard, resp.Body)
 			return nil
-		}
-		if err != nil {
-			return err
+		case !seen && hasContent(data):
+			seen = true
+			firstContent()
 		}
 	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return errors.New("held stream ended without [DONE]")
 }
 
 // machine describes where the figures come from.

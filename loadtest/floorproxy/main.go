@@ -9,7 +9,9 @@
 //	floorproxy -upstream http://127.0.0.1:8001/v1
 //
 // It listens on a free loopback port and prints one JSON line with the
-// address, {"msg":"floorproxy listening","addr":"127.0.0.1:port"}.
+// address, {"msg":"floorproxy listening","addr":"127.0.0.1:port"}. GET
+// /metrics serves the Go runtime's metrics (heap, stacks, goroutines), as
+// agentgate's does, so that the load test measures both alike.
 package main
 
 import (
@@ -24,6 +26,11 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func main() {
@@ -46,9 +53,15 @@ func serve(upstream string) error {
 	if err != nil {
 		return err
 	}
-	// The same connection pool settings as agentgate's upstream client.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 0, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second}}
-	srv := &http.Server{Handler: newHandler(upstream, client), ReadHeaderTimeout: 10 * time.Second}
+	// The transport agentgate's providers use (keep-alive pool, 1 KiB
+	// connection buffers), so that the two differ in what they do only.
+	client := &http.Client{Transport: model.NewTransport()}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", newHandler(upstream, client))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	line, _ := json.Marshal(map[string]string{"msg": "floorproxy listening", "addr": ln.Addr().String()})
 	fmt.Println(string(line))
 	go func() {

@@ -31,7 +31,7 @@ func newHandler(upstream string, client *http.Client) http.Handler {
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)
 		rc := http.NewResponseController(w)
-		buf := make([]byte, 4096)
+		buf := make([]byte, 1024) // as agentgate's SSE reader
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
