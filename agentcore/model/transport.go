@@ -12,11 +12,11 @@ const MaxIdleConnsPerHost = 512
 // Upstream HTTP/1.1 connections keep a read and a write buffer for as long
 // as they live, and a streamed answer holds its connection (and so both
 // buffers) for the whole stream: net/http's default of 4 KiB each was 8 KiB
-// of every open stream. 1 KiB each costs no extra write for the requests
-// providers send (openai-go flushes the headers, then writes the body past
-// the buffer; a request whose headers pass 1 KiB takes one more write) and
-// at most a few more reads for a large unstreamed answer (a body read into
-// a slice at least as large as the buffer bypasses it). HTTP/2 connections
+// of every open stream. With 1 KiB each, a request whose headers and body
+// pass 1 KiB goes out in two writes (the buffer full, then the rest past
+// it) where 4 KiB would take one up to that size, and a large unstreamed
+// answer takes at most a few more reads (a body read into a slice at least
+// as large as the buffer bypasses it). HTTP/2 connections
 // are multiplexed and keep buffers of their own; these do not apply to them.
 // Measured in docs/benchmarks-memory.md.
 const (
