@@ -20,13 +20,25 @@ type MemoryConfig struct {
 	Now func() time.Time
 	// NewID generates session ids (default: a random UUID).
 	NewID func() string
+	// TTL expires sessions idle for that long, as the Redis store does: a
+	// top-level session and its sub-conversations expire together, TTL
+	// after the last create or append in any of them; reads do not renew.
+	// Zero keeps sessions forever.
+	TTL time.Duration
 }
 
 // MemoryService is the embedded, process-local Service. It keeps everything
 // in maps guarded by one mutex and hands out copies, never its own values.
+//
+// With a TTL, an expired session is gone at once for every method; its
+// memory is freed when a method comes across it, or by the sampling every
+// create does (sweepSample sessions at random, as Redis expires keys), so
+// that a store whose sessions are never read again does not grow without
+// bound.
 type MemoryService struct {
 	now   func() time.Time
 	newID func() string
+	ttl   time.Duration
 
 	mu       sync.Mutex
 	sessions map[memKey]*memSession
@@ -40,7 +52,14 @@ type memSession struct {
 	state  map[string]any // session scope only
 	events []*Event
 	update time.Time
+	tree   *memTree // shared by a top-level session and its sub-conversations
 }
+
+// memTree is the expiry of a session tree.
+type memTree struct{ expires time.Time } // zero: never
+
+// sweepSample is how many sessions each create examines for expiry.
+const sweepSample = 16
 
 var (
 	_ Service       = (*MemoryService)(nil)
@@ -50,7 +69,7 @@ var (
 
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
-	s := &MemoryService{now: cfg.Now, newID: cfg.NewID,
+	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL,
 		sessions: map[memKey]*memSession{}, appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{}}
 	if s.now == nil {
 		s.now = time.Now
@@ -76,7 +95,7 @@ func (s *MemoryService) Create(ctx context.Context, req CreateRequest) (*Session
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, id}
-	if _, ok := s.sessions[k]; ok {
+	if _, ok := s.lookup(k); ok {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
 	return s.view(k, s.create(k, req.State), true), nil
@@ -93,7 +112,7 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	ms, ok := s.sessions[k]
+	ms, ok := s.lookup(k)
 	if !ok {
 		ms = s.create(k, req.State)
 	}
@@ -102,11 +121,57 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 
 // create stores a new session under k with its initial state; s.mu is held.
 func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
+	s.sweep()
 	own, app, user := SplitDelta(state)
-	ms := &memSession{state: CloneState(own), update: s.now()}
+	ms := &memSession{state: CloneState(own), update: s.now(), tree: &memTree{}}
+	if root, _, nested := strings.Cut(k.id, "/"); nested {
+		if top, ok := s.lookup(memKey{k.app, k.user, root}); ok {
+			ms.tree = top.tree
+		}
+	}
 	s.sessions[k] = ms
 	s.merge(k.app, k.user, app, user)
+	s.renew(ms)
 	return ms
+}
+
+// lookup returns the live session under k, removing it if it has expired;
+// s.mu is held.
+func (s *MemoryService) lookup(k memKey) (*memSession, bool) {
+	ms, ok := s.sessions[k]
+	if ok && s.expired(ms, s.now()) {
+		delete(s.sessions, k)
+		return nil, false
+	}
+	return ms, ok
+}
+
+func (s *MemoryService) expired(ms *memSession, now time.Time) bool {
+	return !ms.tree.expires.IsZero() && !now.Before(ms.tree.expires)
+}
+
+// renew restarts the TTL of the tree of ms; s.mu is held.
+func (s *MemoryService) renew(ms *memSession) {
+	if s.ttl > 0 {
+		ms.tree.expires = s.now().Add(s.ttl)
+	}
+}
+
+// sweep removes the expired sessions among up to sweepSample of them
+// (map iteration starts at a random place); s.mu is held.
+func (s *MemoryService) sweep() {
+	if s.ttl <= 0 {
+		return
+	}
+	now, n := s.now(), 0
+	for k, ms := range s.sessions {
+		if s.expired(ms, now) {
+			delete(s.sessions, k)
+		}
+		if n++; n == sweepSample {
+			return
+		}
+	}
 }
 
 // Get implements Service.
@@ -117,7 +182,7 @@ func (s *MemoryService) Get(ctx context.Context, req GetRequest) (*Session, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	ms, ok := s.sessions[k]
+	ms, ok := s.lookup(k)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
 	}
@@ -140,8 +205,12 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var all []*Session
+	now := s.now()
 	for k, ms := range s.sessions {
-		if k.app == req.AppName && k.user == req.UserID {
+		switch {
+		case s.expired(ms, now):
+			delete(s.sessions, k)
+		case k.app == req.AppName && k.user == req.UserID:
 			all = append(all, s.view(k, ms, false))
 		}
 	}
@@ -173,7 +242,7 @@ func (s *MemoryService) Delete(ctx context.Context, req DeleteRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	if _, ok := s.sessions[k]; !ok {
+	if _, ok := s.lookup(k); !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
 	}
 	delete(s.sessions, k)
@@ -204,10 +273,11 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{sess.AppName, sess.UserID, sess.ID}
-	ms, ok := s.sessions[k]
+	ms, ok := s.lookup(k)
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
+	s.renew(ms)
 	for _, ev := range evs {
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		maps.Copy(ms.state, own)

@@ -232,7 +232,7 @@ func providerFactories() map[string]spec.ProviderFactory {
 // gateway starts while Redis is down and /readyz reports it.
 func openSessions(c config.Sessions) (sessions.Service, sessions.Locker, func(), error) {
 	if c.Backend != "redis" {
-		return sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker(), func() {}, nil
+		return sessions.NewMemoryService(sessions.MemoryConfig{TTL: c.TTL}), sessions.NewMemoryLocker(), func() {}, nil
 	}
 	st, err := sessionsredis.New(sessionsredis.Config{URL: c.RedisURL, KeyPrefix: c.KeyPrefix, TTL: c.TTL, LockTTL: c.LockTTL})
 	if err != nil {
