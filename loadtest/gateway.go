@@ -54,11 +54,13 @@ type Child struct {
 }
 
 // buildBinary compiles the main package pkg ("./cmd/gateway") of the
-// module in root into dir/name.
+// module in root into dir/name, static and with trimmed paths as the
+// Dockerfile builds the image's binary: the figures are that binary's.
 func buildBinary(root, dir, pkg, name string) (string, error) {
 	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -44,6 +45,22 @@ func runGateway(t *testing.T, args []string, env map[string]string) *testGateway
 		t.Fatal("not ready")
 	}
 	return gw
+}
+
+// buildLikeImage builds the gateway into dir as the Dockerfile does
+// (static, trimmed paths, no symbol table, version stamped), so that the
+// tests that run the binary, and the load test, share one build cache entry
+// and run what the image ships. It returns the binary's path.
+func buildLikeImage(t *testing.T, dir, version string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "agentgate")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", bin, "./cmd/gateway")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // runConfig writes cfg to a file and runs the gateway on it, on a free
