@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -294,6 +295,33 @@ func startRedisOnce(bin, dir string) (url string, stop func(), err error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// redisRoundTrip sends n PINGs to the Redis server on addr, one at a time
+// on one connection, gap apart, and returns their round-trip times,
+// sorted: what one store operation costs at the least.
+func redisRoundTrip(addr string, n int, gap time.Duration) ([]time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	rtt := make([]time.Duration, 0, n)
+	for range n {
+		time.Sleep(gap)
+		start := time.Now()
+		_ = c.SetDeadline(start.Add(2 * time.Second))
+		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+			return nil, err
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+			return nil, fmt.Errorf("PING: %q, %v", line, err)
+		}
+		rtt = append(rtt, time.Since(start))
+	}
+	slices.Sort(rtt)
+	return rtt, nil
 }
 
 // redisPID asks the Redis server on addr for its process id (INFO server).

@@ -55,6 +55,9 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errs.String())
 	}
 	report := out.String()
+	if strings.Contains(setups, "redis") && !strings.Contains(report, "One Redis round trip") {
+		t.Errorf("report lacks the Redis round trip:\n%s", report)
+	}
 	if strings.Contains(report, "agent tool | memory | net/http proxy") {
 		t.Errorf("the floor proxy took the agent tool's turns:\n%s", report)
 	}

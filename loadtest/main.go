@@ -193,6 +193,10 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		}
 		defer stop()
 		backend, redisURL = "redis", url
+		addr := strings.TrimSuffix(strings.TrimPrefix(url, "redis://"), "/0")
+		if rep.redisRTT, err = redisRoundTrip(addr, 1000, time.Millisecond); err != nil {
+			return fmt.Errorf("redis round trip: %w", err)
+		}
 	}
 	cfgPath := filepath.Join(tmp, "config-"+setup+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(gatewayConfig(up.BaseURL(), backend, redisURL, rep.opts.logLevel)), 0o644); err != nil {

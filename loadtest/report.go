@@ -29,6 +29,8 @@ type report struct {
 	started time.Time
 	rows    []row
 	open    []OpenResult
+	// redisRTT is the private Redis server's PING round trips, sorted.
+	redisRTT []time.Duration
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
@@ -143,6 +145,10 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", x.Scenario.Name, x.Setup, x.Rate,
 			diff(Pct(d.Lat, 50), Pct(v.Lat, 50)), diff(Pct(d.Lat, 90), Pct(v.Lat, 90)), diff(Pct(d.Lat, 99), Pct(v.Lat, 99)),
 			dt[0], dt[1], cpu, ops)
+	}
+	if len(r.redisRTT) > 0 {
+		fmt.Fprintf(w, "\nOne Redis round trip (%d PINGs on one connection, one at a time, 1 ms apart): p50 %s µs, p90 %s µs, p99 %s µs.\n",
+			len(r.redisRTT), us(Pct(r.redisRTT, 50)), us(Pct(r.redisRTT, 90)), us(Pct(r.redisRTT, 99)))
 	}
 	r.writeFloor(w)
 	if len(r.open) > 0 {
