@@ -51,6 +51,7 @@ models:
 type Child struct {
 	cmd  *exec.Cmd
 	base string
+	echo string // the floor proxy's TCP echo address
 	done chan error
 }
 
@@ -124,8 +125,8 @@ func startChild(bin string, args []string, dir, ready string) (*Child, error) {
 	go func() { g.done <- cmd.Wait() }()
 	deadline := time.After(60 * time.Second)
 	for {
-		if a := listeningAddr(logs.Name(), ready); a != "" {
-			g.base = "http://" + a
+		if a, echo := listeningAddr(logs.Name(), ready); a != "" {
+			g.base, g.echo = "http://"+a, echo
 			return g, nil
 		}
 		select {
@@ -139,23 +140,23 @@ func startChild(bin string, args []string, dir, ready string) (*Child, error) {
 	}
 }
 
-// listeningAddr returns the address in the log line whose msg is ready,
-// once the log file at path holds it.
-func listeningAddr(path, ready string) string {
+// listeningAddr returns the addresses in the log line whose msg is ready
+// (addr, and echo if the line has it), once the log file at path holds it.
+func listeningAddr(path, ready string) (addr, echo string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var rec struct{ Msg, Addr string }
+		var rec struct{ Msg, Addr, Echo string }
 		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == ready {
-			return rec.Addr
+			return rec.Addr, rec.Echo
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // Stop sends SIGTERM and waits for the exit.
@@ -297,10 +298,10 @@ func startRedisOnce(bin, dir string) (url string, stop func(), err error) {
 	}
 }
 
-// redisRoundTrip sends n PINGs to the Redis server on addr, one at a time
-// on one connection, gap apart, and returns their round-trip times,
-// sorted: what one store operation costs at the least.
-func redisRoundTrip(addr string, n int, gap time.Duration) ([]time.Duration, error) {
+// roundTrips sends msg to the server on addr n times, one at a time on one
+// connection, gap apart, reads reply each time, and returns the round-trip
+// times, sorted.
+func roundTrips(addr, msg, reply string, n int, gap time.Duration) ([]time.Duration, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return nil, err
@@ -312,11 +313,11 @@ func redisRoundTrip(addr string, n int, gap time.Duration) ([]time.Duration, err
 		time.Sleep(gap)
 		start := time.Now()
 		_ = c.SetDeadline(start.Add(2 * time.Second))
-		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		if _, err := io.WriteString(c, msg); err != nil {
 			return nil, err
 		}
-		if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
-			return nil, fmt.Errorf("PING: %q, %v", line, err)
+		if line, err := r.ReadString('\n'); err != nil || line != reply {
+			return nil, fmt.Errorf("round trip: %q, %v", line, err)
 		}
 		rtt = append(rtt, time.Since(start))
 	}

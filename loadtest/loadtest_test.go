@@ -66,7 +66,7 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, want := range []string{"non-streaming pass-through | memory | agentgate", "agent tool | memory | agentgate", "| agentgate | memory | 20 | 20 |", "| net/http proxy | – | 20 | – |",
 		// The floor proxy takes the pass-through turns, and only those.
-		"non-streaming pass-through | memory | net/http proxy", "streaming pass-through | memory | net/http proxy", "The hop alone"} {
+		"non-streaming pass-through | memory | net/http proxy", "streaming pass-through | memory | net/http proxy", "The hop alone", "one TCP round trip between two processes"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

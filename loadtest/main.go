@@ -147,6 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer func() { _ = floor.Stop() }()
+		if rep.tcpRTT, err = roundTrips(floor.echo, "ping\n", "ping\n", 1000, time.Millisecond); err != nil {
+			return fmt.Errorf("round trip to the floor proxy: %w", err)
+		}
 		if o.openStreams > 0 {
 			fmt.Fprintf(stderr, "[net/http proxy] %d open streams ...\n", o.openStreams)
 			r, err := openStreams(ctx, c, floor, up, o.openStreams, false)
@@ -194,7 +197,7 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		defer stop()
 		backend, redisURL = "redis", url
 		addr := strings.TrimSuffix(strings.TrimPrefix(url, "redis://"), "/0")
-		if rep.redisRTT, err = redisRoundTrip(addr, 1000, time.Millisecond); err != nil {
+		if rep.redisRTT, err = roundTrips(addr, "PING\r\n", "+PONG\r\n", 1000, time.Millisecond); err != nil {
 			return fmt.Errorf("redis round trip: %w", err)
 		}
 	}

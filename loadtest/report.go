@@ -29,8 +29,9 @@ type report struct {
 	started time.Time
 	rows    []row
 	open    []OpenResult
-	// redisRTT is the private Redis server's PING round trips, sorted.
-	redisRTT []time.Duration
+	// redisRTT is the private Redis server's PING round trips, and tcpRTT
+	// the floor proxy's echo round trips, sorted.
+	redisRTT, tcpRTT []time.Duration
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
@@ -67,6 +68,14 @@ func perTurn(format string, total float64, res Result) string {
 	return fmt.Sprintf(format, total/float64(done))
 }
 
+// rtt writes a line on round trips measured one at a time, 1 ms apart.
+func rtt(w io.Writer, what string, sorted []time.Duration) {
+	if len(sorted) > 0 {
+		fmt.Fprintf(w, "\n%s, %d of them one at a time on one connection, 1 ms apart: p50 %s µs, p90 %s µs, p99 %s µs.\n",
+			what, len(sorted), us(Pct(sorted, 50)), us(Pct(sorted, 90)), us(Pct(sorted, 99)))
+	}
+}
+
 // writeFloor splits the gateway's cost into the hop (the floor proxy
 // minus direct) and the rest (agentgate minus the floor proxy).
 func (r *report) writeFloor(w io.Writer) {
@@ -93,6 +102,7 @@ func (r *report) writeFloor(w io.Writer) {
 			diff(Pct(d.Lat, 50), Pct(f.Lat, 50)), diff(Pct(d.Lat, 99), Pct(f.Lat, 99)), hopTTFT, perTurn("%.3f", x.FloorCPU.Seconds()*1000, f),
 			diff(Pct(f.Lat, 50), Pct(v.Lat, 50)), diff(Pct(f.Lat, 99), Pct(v.Lat, 99)), restTTFT, perTurn("%.3f", x.CPU.Seconds()*1000, v))
 	}
+	rtt(w, "Under both, one TCP round trip between two processes (a line the floor proxy echoes)", r.tcpRTT)
 }
 
 func (r *report) write(w io.Writer, args []string) {
@@ -146,10 +156,7 @@ func (r *report) write(w io.Writer, args []string) {
 			diff(Pct(d.Lat, 50), Pct(v.Lat, 50)), diff(Pct(d.Lat, 90), Pct(v.Lat, 90)), diff(Pct(d.Lat, 99), Pct(v.Lat, 99)),
 			dt[0], dt[1], cpu, ops)
 	}
-	if len(r.redisRTT) > 0 {
-		fmt.Fprintf(w, "\nOne Redis round trip (%d PINGs on one connection, one at a time, 1 ms apart): p50 %s µs, p90 %s µs, p99 %s µs.\n",
-			len(r.redisRTT), us(Pct(r.redisRTT, 50)), us(Pct(r.redisRTT, 90)), us(Pct(r.redisRTT, 99)))
-	}
+	rtt(w, "One Redis round trip (`PING`)", r.redisRTT)
 	r.writeFloor(w)
 	if len(r.open) > 0 {
 		table(w, 2, "Streams held open at once (the mock holds each after its first delta; the bare net/http proxy\n"+

@@ -9,12 +9,16 @@
 //	floorproxy -upstream http://127.0.0.1:8001/v1
 //
 // It listens on a free loopback port and prints one JSON line with the
-// address, {"msg":"floorproxy listening","addr":"127.0.0.1:port"}. GET
+// address, {"msg":"floorproxy listening","addr":"127.0.0.1:port",
+// "echo":"127.0.0.1:port"}. On the second port it echoes each line back
+// over plain TCP: the load test measures a round trip between two
+// processes with it, the floor under any hop. GET
 // /metrics serves the Go runtime's metrics (heap, stacks, goroutines), as
 // agentgate's does, so that the load test measures both alike.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,14 +66,43 @@ func serve(upstream string) error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", newHandler(upstream, client))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	line, _ := json.Marshal(map[string]string{"msg": "floorproxy listening", "addr": ln.Addr().String()})
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go serveEcho(echo)
+	line, _ := json.Marshal(map[string]string{"msg": "floorproxy listening", "addr": ln.Addr().String(), "echo": echo.Addr().String()})
 	fmt.Println(string(line))
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
+		_ = echo.Close()
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// serveEcho writes every line each connection sends back to it.
+func serveEcho(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				if _, err := c.Write(line); err != nil {
+					return
+				}
+			}
+		}()
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,5 +70,28 @@ func TestUpstreamDownIsBadGateway(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("status %d, want 502", resp.StatusCode)
+	}
+}
+
+func TestEchoesLines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go serveEcho(ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for _, line := range []string{"ping\n", "a longer line\n"} {
+		if _, err := io.WriteString(c, line); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadString('\n'); err != nil || got != line {
+			t.Fatalf("echo %q, %v; want %q", got, err, line)
+		}
 	}
 }
