@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/gin-gonic/gin"
@@ -81,7 +81,7 @@ type chatTurn struct {
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := s.readBody(c)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
@@ -628,13 +628,28 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	if comp.Agentgate.Author == "" {
 		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
 	}
-	body, err := openaiwire.AppendCompletion(make([]byte, 0, 1024), comp)
+	buf := completionBufs.Get().(*[]byte)
+	defer completionBufs.Put(buf)
+	body, err := openaiwire.AppendCompletion((*buf)[:0], comp)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	if cap(body) <= maxPooledCompletion {
+		*buf = body // keep what it grew to
+	}
 }
+
+// completionBufs holds the buffers non-streamed answers are encoded into,
+// a *[]byte each. completeChat takes one for its response and puts it back
+// when c.Data has returned: a response writer copies what it is given and
+// keeps none of it (io.Writer's contract).
+var completionBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCompletion is the largest buffer completionBufs keeps: a rare
+// long answer is not held on to for the short ones.
+const maxPooledCompletion = 64 << 10
 
 // chatError maps an error of a chat turn; a response for an unknown tool
 // call names the message that carried it.
