@@ -183,10 +183,15 @@ func newLiveSession(sess *sessions.Session, store sessions.Service) *liveSession
 	return &liveSession{sess: sess, batch: b}
 }
 
+// events returns the session's events so far without copying them: the
+// session's events are only ever appended (sessions.ApplyEvent), which
+// writes beyond the length of every view handed out, and a view's capacity
+// ends at its length, so that an append to it copies.
 func (l *liveSession) events() []*sessions.Event {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return append([]*sessions.Event(nil), l.sess.Events...)
+	evs := l.sess.Events
+	return evs[:len(evs):len(evs)]
 }
 
 func (l *liveSession) get(key string) (any, bool) {
@@ -226,7 +231,8 @@ func (inv *Invocation) UserID() string { return inv.sh.sess.sess.UserID }
 // RunConfig is the run's configuration.
 func (inv *Invocation) RunConfig() RunConfig { return inv.sh.cfg }
 
-// Events returns a snapshot of the session's stored events.
+// Events returns a snapshot of the session's stored events. The slice is
+// shared: callers must not modify it.
 func (inv *Invocation) Events() []*sessions.Event { return inv.sh.sess.events() }
 
 // withAgent derives the invocation for another agent.

@@ -3,7 +3,7 @@ package agentcore
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
+	"sync"
 )
 
 // Context-carried log attributes. The gateway attaches the request id, the
@@ -45,16 +45,20 @@ func merged(old, attrs []slog.Attr) []slog.Attr {
 // WithLogAttrs carries what the set held then, plus its own. Safe for
 // concurrent use.
 type LogAttrSet struct {
-	attrs atomic.Pointer[[]slog.Attr] // replaced, never modified
+	mu sync.Mutex
+	// attrs grows in place: what Attrs handed out is never modified, as
+	// an append writes beyond its length and a replacement makes a new
+	// slice. It starts in first, so that a request's few attributes take
+	// no allocation of their own.
+	attrs []slog.Attr
+	first [6]slog.Attr
 }
 
 // WithLogAttrSet returns a context whose log records carry the attributes
 // ctx carries now and those later added to the returned set.
 func WithLogAttrSet(ctx context.Context) (context.Context, *LogAttrSet) {
 	set := &LogAttrSet{}
-	if old := LogAttrs(ctx); len(old) > 0 {
-		set.attrs.Store(&old)
-	}
+	set.attrs = append(set.first[:0], LogAttrs(ctx)...)
 	return context.WithValue(ctx, logAttrsKey{}, set), set
 }
 
@@ -65,21 +69,25 @@ func LogAttrSetOf(ctx context.Context) (*LogAttrSet, bool) {
 	return set, ok
 }
 
-// Add adds attrs, replacing attributes of the same keys. Adds are not
-// meant to race with each other (one request's handler makes them); reads
-// may happen at any time.
+// Add adds attrs, replacing attributes of the same keys.
 func (s *LogAttrSet) Add(attrs ...slog.Attr) {
-	out := merged(s.Attrs(), attrs)
-	s.attrs.Store(&out)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range attrs {
+		if hasKey(s.attrs, a.Key) {
+			s.attrs = merged(s.attrs, attrs)
+			return
+		}
+	}
+	s.attrs = append(s.attrs, attrs...)
 }
 
 // Attrs returns the attributes held now, oldest first. The slice is
 // shared: callers must not modify it.
 func (s *LogAttrSet) Attrs() []slog.Attr {
-	if p := s.attrs.Load(); p != nil {
-		return *p
-	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attrs[:len(s.attrs):len(s.attrs)] // an append by the caller copies
 }
 
 func hasKey(attrs []slog.Attr, key string) bool {

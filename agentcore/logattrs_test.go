@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,5 +50,33 @@ func TestLogAttrs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, records()); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
+// Attributes added while others read the set (run with -race): a reader
+// sees a prefix of what was added, never a torn or changed attribute.
+func TestLogAttrSetConcurrent(t *testing.T) {
+	ctx, set := WithLogAttrSet(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				got := LogAttrs(ctx)
+				for i, a := range got {
+					if want := strconv.Itoa(i); a.Key != want || a.Value.String() != want {
+						t.Errorf("attribute %d = %v", i, a)
+						return
+					}
+				}
+				_ = append(got, slog.String("mine", "x")) // copies: the set is not touched
+			}
+		})
+	}
+	for i := range 20 {
+		set.Add(slog.String(strconv.Itoa(i), strconv.Itoa(i)))
+	}
+	wg.Wait()
+	if got := len(set.Attrs()); got != 20 {
+		t.Errorf("%d attributes, want 20", got)
 	}
 }

@@ -81,7 +81,7 @@ func (p *Params) Get(name string) (Param, bool) {
 
 // Names lists the parameter names, sorted.
 func (p *Params) Names() []string {
-	if p == nil {
+	if p.Len() == 0 {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(p.values))
@@ -330,7 +330,9 @@ type agentParams struct {
 func newParamState(conv, rootValues *Params, index *treeIndex, secrets *secretSet) *paramState {
 	ps := &paramState{conv: conv, rootValues: rootValues, index: index, secrets: secrets, resolved: map[string]*agentParams{}}
 	if ps.secrets == nil {
-		ps.secrets = &secretSet{values: map[string]string{}}
+		ps.secrets = &secretSet{}
+	}
+	if secrets == nil && conv.Len() > 0 { // a conversation without parameters hides nothing
 		// Hidden by the conversation, or by any agent that declares the
 		// name hidden: redacted from every model not allowed to see it.
 		hiddenBy := map[string]bool{}
@@ -393,6 +395,9 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 // resolve applies RavenDB's order to each declared parameter: the parent's
 // value, the conversation's, then a generated one (when allowed).
 func resolve(agent string, specs []ParamSpec, parent, conv *Params, generated map[string]any) *agentParams {
+	if len(specs) == 0 {
+		return &agentParams{}
+	}
 	vals := map[string]Param{}
 	r := &agentParams{}
 	for _, s := range specs {
@@ -419,7 +424,7 @@ func resolve(agent string, specs []ParamSpec, parent, conv *Params, generated ma
 // hiddenFor names the values an agent's model may not see: its
 // declaration or the value's own setting hides them (the AND gate).
 func hiddenFor(specs []ParamSpec, vals *Params) map[string]bool {
-	out := map[string]bool{}
+	var out map[string]bool
 	for n, v := range vals.All() {
 		hide := !v.SendToModel
 		for _, s := range specs {
@@ -428,6 +433,9 @@ func hiddenFor(specs []ParamSpec, vals *Params) map[string]bool {
 			}
 		}
 		if hide {
+			if out == nil {
+				out = map[string]bool{}
+			}
 			out[n] = true
 		}
 	}
@@ -498,7 +506,7 @@ func (a *LlmAgent) paramsNote(inv *Invocation) string {
 // sub-conversations and only grows.
 type secretSet struct {
 	mu     sync.Mutex
-	values map[string]string // value text -> parameter name
+	values map[string]string // value text -> parameter name; nil until the first
 }
 
 // add records a hidden value: strings as they are, numbers in their JSON
@@ -507,6 +515,9 @@ type secretSet struct {
 func (s *secretSet) add(name string, v any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[string]string{}
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch t := v.(type) {
@@ -539,12 +550,21 @@ func (s *secretSet) add(name string, v any) {
 	walk(v)
 }
 
+func (s *secretSet) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values) == 0
+}
+
 // redactor returns the redactor for a request of agent a: every hidden
 // value of the conversation but those a's model is allowed to see. Nil
 // when there is nothing to redact.
 func (ps *paramState) redactor(a Agent) *redactor {
-	allowed := map[string]bool{}
 	r := ps.forAgent(a)
+	if ps.secrets.empty() {
+		return nil
+	}
+	allowed := map[string]bool{}
 	for n, v := range r.values.All() {
 		if !r.hidden[n] {
 			if s, ok := v.Value.(string); ok {

@@ -159,7 +159,7 @@ func treeSkills(root agentcore.Agent) []a2a.AgentSkill {
 
 // a2aRPC answers one JSON-RPC request.
 func (s *Server) a2aRPC(c *gin.Context, a *app) {
-	body, err := readBody(c)
+	body, err := s.readBody(c)
 	if err != nil {
 		writeNativeError(c, classify(err))
 		return

@@ -102,7 +102,7 @@ type nativeTurn struct {
 // prepareNativeRun decodes and checks a run request and locks its session.
 // Every failure here is answered with a status before any event is sent.
 func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
-	body, err := readBody(c)
+	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}

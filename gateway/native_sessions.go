@@ -227,7 +227,7 @@ func checkNewSessionID(id string) error {
 }
 
 func (s *Server) createSession(c *gin.Context, a *app, user string) error {
-	body, err := readBody(c)
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (s *Server) createSessionWithID(c *gin.Context, a *app, user, id string) er
 	if err := checkNewSessionID(id); err != nil {
 		return err
 	}
-	body, err := readBody(c)
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (s *Server) createNativeSession(ctx context.Context, app, user, id string, 
 // invocation id "p-<uuid>", as ADK does. It waits for a run on the session
 // (or on its parent, for a sub-conversation) like a run would.
 func (s *Server) patchSession(c *gin.Context, a *app, user, id string) error {
-	body, err := readBody(c)
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}

@@ -47,12 +47,23 @@ type patchSessionRequest struct {
 	StateDelta map[string]any `json:"stateDelta"`
 }
 
-// readBody reads the whole (size-limited) request body.
-func readBody(c *gin.Context) ([]byte, error) {
-	if c.Request.Body == nil {
+// readBody reads the whole (size-limited) request body. A body of known
+// length is read into one slice of that length: net/http's server delivers
+// exactly Content-Length bytes (fewer is an error), and io.ReadAll would
+// start at 512 bytes and grow.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	r := c.Request
+	if r.Body == nil {
 		return nil, nil
 	}
-	return io.ReadAll(c.Request.Body)
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(r.Body)
 }
 
 // isEmptyJSON reports a body that holds no value: nothing, or null.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/gin-gonic/gin"
@@ -81,7 +81,7 @@ type chatTurn struct {
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := s.readBody(c)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
@@ -279,7 +279,8 @@ func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid
 	return nil
 }
 
-// overridesFrom maps response_format, sampling settings and tool_choice.
+// overridesFrom maps response_format, sampling settings and tool_choice;
+// nil when the request has none of them.
 func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Overrides, error) {
 	schema, jsonMode, err := openaiwire.OutputSchema(req.ResponseFormat)
 	if err != nil {
@@ -290,8 +291,11 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Ov
 			return nil, badRequest("response_format", fmt.Sprintf("Model %s is served by a %T workflow; response_format needs an LLM agent at the root.", a.ID, a.Root))
 		}
 	}
-	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: openaiwire.GenerationSettings(req, nil),
-		ToolConfig: openaiwire.ToToolConfig(req.ToolChoice)}, nil
+	gen, tools := openaiwire.GenerationSettings(req, nil), openaiwire.ToToolConfig(req.ToolChoice)
+	if schema == nil && !jsonMode && gen == nil && tools == nil {
+		return nil, nil // the agents' own settings apply
+	}
+	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tools}, nil
 }
 
 // callEntry is the index entry of a client tool call: the session paused
@@ -628,13 +632,28 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	if comp.Agentgate.Author == "" {
 		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
 	}
-	body, err := openaiwire.AppendCompletion(make([]byte, 0, 1024), comp)
+	buf := completionBufs.Get().(*[]byte)
+	defer completionBufs.Put(buf)
+	body, err := openaiwire.AppendCompletion((*buf)[:0], comp)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	if cap(body) <= maxPooledCompletion {
+		*buf = body // keep what it grew to
+	}
 }
+
+// completionBufs holds the buffers non-streamed answers are encoded into,
+// a *[]byte each. completeChat takes one for its response and puts it back
+// when c.Data has returned: a response writer copies what it is given and
+// keeps none of it (io.Writer's contract).
+var completionBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCompletion is the largest buffer completionBufs keeps: a rare
+// long answer is not held on to for the short ones.
+const maxPooledCompletion = 64 << 10
 
 // chatError maps an error of a chat turn; a response for an unknown tool
 // call names the message that carried it.

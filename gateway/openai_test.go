@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,6 +108,35 @@ func TestChatNonStreamingTransfer(t *testing.T) {
 	if len(list.Sessions) != 0 {
 		t.Errorf("stateless turn stored %d sessions", len(list.Sessions))
 	}
+}
+
+// Concurrent non-streamed answers, long and short, each get their own body
+// (the encoding buffers are pooled; run with -race).
+func TestConcurrentCompletionsKeepTheirBodies(t *testing.T) {
+	echo := func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		last := req.Contents[len(req.Contents)-1]
+		yield(textFinal(last.Parts[0].Text), nil)
+	}
+	f := newFixture(t, echo)
+	c := f.client()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 10 {
+				want := fmt.Sprintf("turn %d.%d %s", i, j, strings.Repeat("x", (i*10+j)*97))
+				comp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+					Model: "fake", Messages: []openai.ChatCompletionMessageParamUnion{userMsg(want)}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := comp.Choices[0].Message.Content; got != want {
+					t.Errorf("answer %d.%d = %.40q..., want %.40q...", i, j, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // verifyNoLeaks checks, after the test's fixture is closed, that no

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -100,31 +101,45 @@ func isLongForm(m map[string]any) bool {
 // conversationParams checks the caller's values against the token and the
 // tree, and lays the token's trusted values over them.
 func (s *Server) conversationParams(ctx context.Context, a *app, field string, caller map[string]agentcore.Param) (*agentcore.Params, error) {
+	if err := s.checkCallerParams(a, field, caller); err != nil {
+		return nil, err
+	}
+	var trusted map[string]auth.Param
+	if p := principalOf(ctx); p != nil {
+		trusted = p.Params
+	}
+	if len(caller)+len(trusted) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]agentcore.Param, len(caller)+len(trusted))
+	maps.Copy(out, caller)
+	for name, v := range trusted {
+		out[name] = agentcore.Param{Value: v.Value, SendToModel: v.SendToModel, Trusted: true}
+	}
+	return agentcore.NewParams(out), nil
+}
+
+// checkCallerParams checks that the caller's values have valid names,
+// declared by an agent of the tree and not bound by the token.
+func (s *Server) checkCallerParams(a *app, field string, caller map[string]agentcore.Param) error {
+	if len(caller) == 0 {
+		return nil
+	}
 	bound := s.boundParameters()
 	declared := agentcore.TreeParams(a.Root)
 	for _, name := range slices.Sorted(maps.Keys(caller)) {
 		switch {
 		case !agentcore.ValidParamName(name):
-			return nil, &paramError{code: "invalid_parameter", field: field + name, message: "Parameter name " + strconv.Quote(name) + " is not valid: use letters, digits and _."}
+			return &paramError{code: "invalid_parameter", field: field + name, message: "Parameter name " + strconv.Quote(name) + " is not valid: use letters, digits and _."}
 		case slices.Contains(bound, name):
-			return nil, &paramError{bound: true, field: field + name,
+			return &paramError{bound: true, field: field + name,
 				message: "Parameter " + name + " is bound by the token: its value comes from your credentials and cannot be set by the request."}
 		}
 		if _, ok := declared[name]; !ok {
-			return nil, &paramError{code: "unknown_parameter", field: field + name, message: "Parameter " + name + " is not declared by any agent of model " + a.ID + "."}
+			return &paramError{code: "unknown_parameter", field: field + name, message: "Parameter " + name + " is not declared by any agent of model " + a.ID + "."}
 		}
 	}
-	out := make(map[string]agentcore.Param, len(caller))
-	maps.Copy(out, caller)
-	if p := principalOf(ctx); p != nil {
-		for name, v := range p.Params {
-			out[name] = agentcore.Param{Value: v.Value, SendToModel: v.SendToModel, Trusted: true}
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return agentcore.NewParams(out), nil
+	return nil
 }
 
 // trustedParams are the token's parameters alone (a native run: the

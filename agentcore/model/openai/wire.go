@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
@@ -99,18 +100,39 @@ const maxBody = 8 << 20
 // body, so that the connection goes back to the pool.
 func readCompletion(resp *http.Response) (*wireCompletion, error) {
 	defer resp.Body.Close()
-	var buf bytes.Buffer
+	size := int64(512)
 	if n := resp.ContentLength; n > 0 && n < maxBody {
-		buf.Grow(int(n) + bytes.MinRead) // one allocation when the length is right
+		size = n + 1 // the read that sees the end needs room for a byte
 	}
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
+	body, err := readAll(resp.Body, make([]byte, 0, size))
+	if err != nil {
 		return nil, fmt.Errorf("error reading response body: %w", err)
 	}
 	var c wireCompletion
-	if err := decodeBody(buf.Bytes(), &c); err != nil {
+	if err := decodeBody(body, &c); err != nil {
 		return nil, fmt.Errorf("error parsing response json: %w", err)
 	}
 	return &c, nil
+}
+
+// readAll appends what r holds to buf, as io.ReadAll does, but into buf's
+// capacity first: sized by Content-Length, one allocation reads the body
+// (bytes.Buffer.ReadFrom wants 512 bytes free for every read, and so
+// allocates that much more).
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // chunkStream reads a streamed answer: sseReader (wire_sse.go) frames the

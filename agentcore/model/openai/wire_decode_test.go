@@ -3,8 +3,11 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -160,4 +163,24 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data, fresh)
 	})
+}
+
+// A body is read whole whatever its Content-Length says: right, too
+// small, too large or unknown, and in reads of any size.
+func TestReadCompletionAnyLength(t *testing.T) {
+	body := `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("ab", 700) + `"}}]}`
+	for _, n := range []int64{int64(len(body)), 10, int64(len(body)) + 100, -1, 0} {
+		for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body)), iotest.DataErrReader(strings.NewReader(body))} {
+			c, err := readCompletion(&http.Response{ContentLength: n, Body: io.NopCloser(r)})
+			if err != nil {
+				t.Fatalf("length %d: %v", n, err)
+			}
+			if got := c.Choices[0].Message.Content; got != strings.Repeat("ab", 700) {
+				t.Errorf("length %d: content of %d bytes", n, len(got))
+			}
+		}
+	}
+	if _, err := readCompletion(&http.Response{ContentLength: 50, Body: io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("read error = %v", err)
+	}
 }
