@@ -139,15 +139,17 @@ func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 // s.mu is held.
 func (s *MemoryService) lookup(k memKey) (*memSession, bool) {
 	ms, ok := s.sessions[k]
-	if ok && s.expired(ms, s.now()) {
+	if ok && ms.expired(s.now) {
 		delete(s.sessions, k)
 		return nil, false
 	}
 	return ms, ok
 }
 
-func (s *MemoryService) expired(ms *memSession, now time.Time) bool {
-	return !ms.tree.expires.IsZero() && !now.Before(ms.tree.expires)
+// expired reports whether ms has expired; now is read only for a session
+// that expires at all (a test's clock may count its reads).
+func (ms *memSession) expired(now func() time.Time) bool {
+	return !ms.tree.expires.IsZero() && !now().Before(ms.tree.expires)
 }
 
 // renew restarts the TTL of the tree of ms; s.mu is held.
@@ -163,9 +165,9 @@ func (s *MemoryService) sweep() {
 	if s.ttl <= 0 {
 		return
 	}
-	now, n := s.now(), 0
+	n := 0
 	for k, ms := range s.sessions {
-		if s.expired(ms, now) {
+		if ms.expired(s.now) {
 			delete(s.sessions, k)
 		}
 		if n++; n == sweepSample {
@@ -205,10 +207,9 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var all []*Session
-	now := s.now()
 	for k, ms := range s.sessions {
 		switch {
-		case s.expired(ms, now):
+		case ms.expired(s.now):
 			delete(s.sessions, k)
 		case k.app == req.AppName && k.user == req.UserID:
 			all = append(all, s.view(k, ms, false))
