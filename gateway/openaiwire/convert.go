@@ -38,13 +38,19 @@ import (
 // Errors are 400 *Errors naming the offending field. The returned contents
 // share nothing with msgs except decoded JSON values.
 func ToContents(msgs []ChatMessage) (system string, contents []*genai.Content, err error) {
+	return toContents(msgs, 0)
+}
+
+// toContents is ToContents for msgs that begin at index first of the
+// request's messages, which is how errors count them.
+func toContents(msgs []ChatMessage, first int) (system string, contents []*genai.Content, err error) {
 	var systems []string
 	callNames := map[string]string{}
 	var toolTurn *genai.Content // the content consecutive tool messages join
 	for i := range msgs {
 		c, part, err := convertMessage(&msgs[i], &systems, callNames)
 		if err != nil {
-			return "", nil, within("messages["+strconv.Itoa(i)+"]", err)
+			return "", nil, within("messages["+strconv.Itoa(first+i)+"]", err)
 		}
 		if part == nil {
 			toolTurn = nil
