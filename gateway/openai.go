@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -360,15 +361,18 @@ func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*g
 		return err
 	}
 	now := s.cfg.Now()
+	events := make([]sessions.Event, len(history)) // one allocation for them all
+	seed := make([]*sessions.Event, len(history))
 	for i, c := range history {
 		author := "user"
 		if c.Role == genai.RoleModel {
 			author = a.Root.Name()
 		}
-		ev := &sessions.Event{ID: fmt.Sprintf("seed-%d", i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
-		if err := eph.AppendEvent(ctx, sess, ev); err != nil {
-			return err
-		}
+		events[i] = sessions.Event{ID: "seed-" + strconv.Itoa(i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
+		seed[i] = &events[i]
+	}
+	if err := eph.AppendEvents(ctx, sess, seed); err != nil {
+		return err
 	}
 	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
 	return nil
