@@ -301,11 +301,11 @@ func (c *ReadonlyContext) State(key string) (any, bool) { return c.inv.stateGet(
 // leads to.
 type CallbackContext struct {
 	ReadonlyContext
-	actions *sessions.EventActions
+	actions sessions.EventActions
 }
 
 func newCallbackContext(inv *Invocation) *CallbackContext {
-	return &CallbackContext{ReadonlyContext: ReadonlyContext{inv: inv}, actions: &sessions.EventActions{}}
+	return &CallbackContext{ReadonlyContext: ReadonlyContext{inv: inv}}
 }
 
 // State reads a key, seeing this context's own pending changes first.
@@ -325,7 +325,7 @@ func (c *CallbackContext) SetState(key string, v any) {
 }
 
 // Actions are the pending actions of this context.
-func (c *CallbackContext) Actions() *sessions.EventActions { return c.actions }
+func (c *CallbackContext) Actions() *sessions.EventActions { return &c.actions }
 
 // SaveArtifact stores a new version of a session artifact and records it in
 // the event's artifactDelta.

@@ -228,7 +228,7 @@ func (a *LlmAgent) agentCallback(ctx context.Context, inv *Invocation, cb func(c
 	}
 	ev := inv.NewEvent()
 	ev.Content = content
-	ev.Actions = *cc.actions
+	ev.Actions = cc.actions
 	return yield(ev, nil) && content == nil
 }
 
@@ -631,7 +631,7 @@ func (a *LlmAgent) afterModel(ctx context.Context, inv *Invocation, cc *Callback
 	}
 	ev := inv.NewEvent()
 	fillFromResponse(ev, final)
-	ev.Actions = *cc.actions
+	ev.Actions = cc.actions
 	ev.Content = cleanContent(ev.Content, inv)
 	return ev, true
 }
@@ -734,7 +734,7 @@ wait:
 	ev.Content = &genai.Content{Role: genai.RoleUser}
 	for _, r := range results {
 		paused = append(paused, r.paused...)
-		mergeActions(&ev.Actions, r.tc.actions)
+		mergeActions(&ev.Actions, &r.tc.actions)
 		if r.resp == nil {
 			continue
 		}

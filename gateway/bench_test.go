@@ -105,6 +105,23 @@ func newBenchGateway(b *testing.B) http.Handler {
 	return gw
 }
 
+// benchHistory is the JSON of rounds past exchanges, four messages each: a
+// user question, an assistant tool call, the tool's answer and the
+// assistant's reply.
+func benchHistory(rounds int) string {
+	msgs := make([]string, 0, 4*rounds)
+	for i := range rounds {
+		id := `"call_` + strconv.Itoa(i) + `"`
+		msgs = append(msgs,
+			`{"role":"user","content":"What is the weather in city `+strconv.Itoa(i)+`?"}`,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":`+id+
+				`,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"city `+strconv.Itoa(i)+`\"}"}}]}`,
+			`{"role":"tool","tool_call_id":`+id+`,"content":"{\"temperature\":21,\"sky\":\"clear\"}"}`,
+			`{"role":"assistant","content":"It is 21 degrees and clear."}`)
+	}
+	return strings.Join(msgs, ",")
+}
+
 // processCPU is the user and system time this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
@@ -115,19 +132,23 @@ func processCPU() time.Duration {
 }
 
 func BenchmarkChatTurn(b *testing.B) {
+	const hello = `{"role":"user","content":"Hello, how are you?"}`
 	for _, tc := range []struct {
 		name      string
 		stream    bool
 		stateless bool
+		messages  string // the JSON array's elements
 	}{
-		{"nonstream/session", false, false},
-		{"stream/session", true, false},
-		{"nonstream/stateless", false, true},
-		{"stream/stateless", true, true},
+		{"nonstream/session", false, false, hello},
+		{"stream/session", true, false, hello},
+		{"nonstream/stateless", false, true, hello},
+		{"stream/stateless", true, true, hello},
+		// A stateless client resends the whole conversation every turn.
+		{"nonstream/stateless-history40", false, true, benchHistory(10) + "," + hello},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			gw := newBenchGateway(b)
-			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[{"role":"user","content":"Hello, how are you?"}]}`, tc.stream))
+			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, tc.stream, tc.messages))
 			want := []byte(`"finish_reason":"stop"`)
 			i := 0
 			b.ReportAllocs()

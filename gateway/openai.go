@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -91,7 +92,8 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	if err := req.Validate(); err != nil {
+	conv, err := req.Validate()
+	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
@@ -101,7 +103,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	noteModel(c, a.ID)
-	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req)
+	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req, conv)
 	if err != nil {
 		writeOpenAIError(c, chatError(req, err))
 		return
@@ -140,9 +142,10 @@ func validSessionID(id string) bool {
 	return true
 }
 
-// prepareChat turns a validated request into a runtime turn: whose session,
-// what is new input, which client tools and per-turn settings.
-func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest) (*chatTurn, error) {
+// prepareChat turns a validated request and its conversation into a
+// runtime turn: whose session, what is new input, which client tools and
+// per-turn settings.
+func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation) (*chatTurn, error) {
 	if err := allowModel(ctx, a.ID); err != nil {
 		return nil, err
 	}
@@ -152,18 +155,8 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 		return nil, badRequest("X-Session-Id", "Session ids are at most 256 characters, without control characters, and may not start with '~'.")
 	}
 
-	lastAsst := -1
-	for i, m := range req.Messages {
-		if m.Role == openaiwire.RoleAssistant {
-			lastAsst = i
-		}
-	}
-	_, newContents, err := openaiwire.ToContents(req.Messages[lastAsst+1:])
-	if err != nil {
-		return nil, err
-	}
 	msg := &genai.Content{Role: genai.RoleUser}
-	for _, c := range newContents {
+	for _, c := range conv.New {
 		msg.Parts = append(msg.Parts, c.Parts...)
 	}
 	if len(msg.Parts) == 0 {
@@ -178,6 +171,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 
 	rr := agentcore.RunRequest{UserID: user, NewMessage: msg, Config: agentcore.RunConfig{Streaming: req.Stream},
 		ClientTools: openaiwire.ToFunctionDeclarations(req.Tools)}
+	var err error
 	if rr.Overrides, err = overridesFrom(a, req); err != nil {
 		return nil, err
 	}
@@ -229,7 +223,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 			return nil, err
 		}
 	default:
-		if err := s.statelessTurn(ctx, turn, req.Messages[:lastAsst+1], user); err != nil {
+		if err := s.statelessTurn(ctx, turn, conv.History, user); err != nil {
 			return nil, err
 		}
 	}
@@ -357,7 +351,7 @@ func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (*ca
 
 // statelessTurn runs on a throwaway session seeded with the request's
 // history; it reaches the store only if the turn pauses on client tools.
-func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []openaiwire.ChatMessage, user string) error {
+func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*genai.Content, user string) error {
 	a := turn.app
 	eph := sessions.NewMemoryService(sessions.MemoryConfig{Now: s.cfg.Now})
 	runner := a.runner.WithSessions(eph, true) // the app's tree, indexed once
@@ -366,20 +360,19 @@ func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []op
 	if err != nil {
 		return err
 	}
-	_, contents, err := openaiwire.ToContents(history)
-	if err != nil {
-		return err
-	}
 	now := s.cfg.Now()
-	for i, c := range contents {
+	events := make([]sessions.Event, len(history)) // one allocation for them all
+	seed := make([]*sessions.Event, len(history))
+	for i, c := range history {
 		author := "user"
 		if c.Role == genai.RoleModel {
 			author = a.Root.Name()
 		}
-		ev := &sessions.Event{ID: fmt.Sprintf("seed-%d", i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
-		if err := eph.AppendEvent(ctx, sess, ev); err != nil {
-			return err
-		}
+		events[i] = sessions.Event{ID: "seed-" + strconv.Itoa(i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
+		seed[i] = &events[i]
+	}
+	if err := eph.AppendEvents(ctx, sess, seed); err != nil {
+		return err
 	}
 	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
 	return nil

@@ -82,17 +82,19 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 }
 
 // releaser frees k once, and only while done is still its holder's lease.
+// The lease in held is what makes it once: the first call takes it out, so
+// a later one finds it gone, or another holder's, and does nothing.
 func (l *MemoryLocker) releaser(k memKey, done chan struct{}) func() {
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			if l.held[k] == done {
-				delete(l.held, k)
-			}
-			l.mu.Unlock()
+		l.mu.Lock()
+		held := l.held[k] == done
+		if held {
+			delete(l.held, k)
+		}
+		l.mu.Unlock()
+		if held {
 			close(done)
-		})
+		}
 	}
 }
 

@@ -279,6 +279,8 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
 	s.renew(ms)
+	ms.events = slices.Grow(ms.events, len(evs))
+	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		maps.Copy(ms.state, own)

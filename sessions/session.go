@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -226,20 +227,20 @@ func trimEventTemp(ev *Event) {
 
 // Storable returns the events of evs that a store keeps (the non-partial
 // ones) with temp: keys removed from their stateDelta, or ErrInvalid for a
-// nil event. Backends call it first in AppendEvents.
+// nil event. Backends call it first in AppendEvents. When every event is
+// kept the result is evs itself, else a new slice.
 func Storable(evs []*Event) ([]*Event, error) {
-	out := make([]*Event, 0, len(evs))
-	for _, ev := range evs {
-		if ev == nil {
-			return nil, fmt.Errorf("%w: nil event", ErrInvalid)
-		}
-		if ev.Partial {
-			continue
-		}
-		trimEventTemp(ev)
-		out = append(out, ev)
+	if slices.Contains(evs, nil) {
+		return nil, fmt.Errorf("%w: nil event", ErrInvalid)
 	}
-	return out, nil
+	partial := func(ev *Event) bool { return ev.Partial }
+	if slices.ContainsFunc(evs, partial) {
+		evs = slices.DeleteFunc(slices.Clone(evs), partial)
+	}
+	for _, ev := range evs {
+		trimEventTemp(ev)
+	}
+	return evs, nil
 }
 
 // Pinger is implemented by services whose backing store can be probed for

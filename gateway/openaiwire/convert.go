@@ -38,68 +38,85 @@ import (
 // Errors are 400 *Errors naming the offending field. The returned contents
 // share nothing with msgs except decoded JSON values.
 func ToContents(msgs []ChatMessage) (system string, contents []*genai.Content, err error) {
+	return toContents(msgs, 0)
+}
+
+// toContents is ToContents for msgs that begin at index first of the
+// request's messages, which is how errors count them.
+func toContents(msgs []ChatMessage, first int) (system string, contents []*genai.Content, err error) {
 	var systems []string
 	callNames := map[string]string{}
 	var toolTurn *genai.Content // the content consecutive tool messages join
 	for i := range msgs {
-		m := &msgs[i]
-		param := "messages[" + strconv.Itoa(i) + "]"
-		if m.Role != RoleTool {
+		c, part, err := convertMessage(&msgs[i], &systems, callNames)
+		if err != nil {
+			return "", nil, within("messages["+strconv.Itoa(first+i)+"]", err)
+		}
+		if part == nil {
 			toolTurn = nil
 		}
-		switch m.Role {
-		case RoleSystem, RoleDeveloper:
-			if m.Content == nil {
-				return "", nil, InvalidRequest(param+".content", fmt.Sprintf("Missing content in a %s message.", m.Role))
-			}
-			text, err := joinText(m.Content, param, PartText)
-			if err != nil {
-				return "", nil, err
-			}
-			if text != "" {
-				systems = append(systems, text)
-			}
-		case RoleUser:
-			c, err := userContent(m, param)
-			if err != nil {
-				return "", nil, err
-			}
-			if c != nil {
-				contents = append(contents, c)
-			}
-		case RoleAssistant:
-			c, err := assistantContent(m, param, callNames)
-			if err != nil {
-				return "", nil, err
-			}
-			if c != nil {
-				contents = append(contents, c)
-			}
-		case RoleTool:
-			part, err := toolResponse(m, param, callNames)
-			if err != nil {
-				return "", nil, err
-			}
+		switch {
+		case c != nil:
+			contents = append(contents, c)
+		case part != nil:
 			if toolTurn == nil {
 				toolTurn = &genai.Content{Role: genai.RoleUser}
 				contents = append(contents, toolTurn)
 			}
 			toolTurn.Parts = append(toolTurn.Parts, part)
-		case "function":
-			return "", nil, InvalidRequest(param+".role",
-				"The legacy 'function' role is not supported; answer tool calls with 'tool' messages.")
-		default:
-			return "", nil, InvalidRequest(param+".role", fmt.Sprintf("Invalid value: '%s'. Supported values are: "+
-				"'system', 'assistant', 'user', 'tool', and 'developer'.", m.Role))
 		}
 	}
 	return strings.Join(systems, "\n\n"), contents, nil
 }
 
+// convertMessage converts one message: a system or developer message's text
+// is appended to systems, a tool message becomes a function response part,
+// and any other message a content (nil when it has nothing to say). Errors
+// name the offending field relative to the message, as ".content".
+func convertMessage(m *ChatMessage, systems *[]string, callNames map[string]string) (*genai.Content, *genai.Part, *Error) {
+	switch m.Role {
+	case RoleSystem, RoleDeveloper:
+		if m.Content == nil {
+			return nil, nil, InvalidRequest(".content", fmt.Sprintf("Missing content in a %s message.", m.Role))
+		}
+		text, err := joinText(m.Content, PartText)
+		if err != nil {
+			return nil, nil, err
+		}
+		if text != "" {
+			*systems = append(*systems, text)
+		}
+		return nil, nil, nil
+	case RoleUser:
+		c, err := userContent(m)
+		return c, nil, err
+	case RoleAssistant:
+		c, err := assistantContent(m, callNames)
+		return c, nil, err
+	case RoleTool:
+		part, err := toolResponse(m, callNames)
+		return nil, part, err
+	case "function":
+		return nil, nil, InvalidRequest(".role",
+			"The legacy 'function' role is not supported; answer tool calls with 'tool' messages.")
+	}
+	return nil, nil, InvalidRequest(".role", fmt.Sprintf("Invalid value: '%s'. Supported values are: "+
+		"'system', 'assistant', 'user', 'tool', and 'developer'.", m.Role))
+}
+
+// within makes err, about a field inside the request element named by
+// prefix, name that field from the top of the request: the converters
+// below name fields relative to what they convert, so that the path is
+// built only when something fails.
+func within(prefix string, err *Error) *Error {
+	err.Param = prefix + err.Param
+	return err
+}
+
 // joinText returns the text of c: the string, or its parts joined by a
 // newline. Only parts of the allowed types are accepted; refusal parts count
 // as text.
-func joinText(c *Content, param string, allowed ...string) (string, error) {
+func joinText(c *Content, allowed ...string) (string, *Error) {
 	if c == nil {
 		return "", nil
 	}
@@ -109,7 +126,7 @@ func joinText(c *Content, param string, allowed ...string) (string, error) {
 	texts := make([]string, 0, len(c.Parts))
 	for j, p := range c.Parts {
 		if !slices.Contains(allowed, p.Type) {
-			return "", InvalidRequest(fmt.Sprintf("%s.content[%d].type", param, j), fmt.Sprintf(
+			return "", InvalidRequest(fmt.Sprintf(".content[%d].type", j), fmt.Sprintf(
 				"Invalid value: '%s'. Supported values are: %s.", p.Type, quoteList(allowed)))
 		}
 		if p.Type == PartRefusal {
@@ -129,9 +146,9 @@ func quoteList(list []string) string {
 	return strings.Join(q, ", ")
 }
 
-func userContent(m *ChatMessage, param string) (*genai.Content, error) {
+func userContent(m *ChatMessage) (*genai.Content, *Error) {
 	if m.Content == nil {
-		return nil, InvalidRequest(param+".content", "Missing content in a user message.")
+		return nil, InvalidRequest(".content", "Missing content in a user message.")
 	}
 	var parts []*genai.Part
 	if m.Content.Parts == nil {
@@ -140,9 +157,9 @@ func userContent(m *ChatMessage, param string) (*genai.Content, error) {
 		}
 	}
 	for j, p := range m.Content.Parts {
-		part, err := userPart(p, fmt.Sprintf("%s.content[%d]", param, j))
+		part, err := userPart(p)
 		if err != nil {
-			return nil, err
+			return nil, within(".content["+strconv.Itoa(j)+"]", err)
 		}
 		if part != nil {
 			parts = append(parts, part)
@@ -154,8 +171,9 @@ func userContent(m *ChatMessage, param string) (*genai.Content, error) {
 	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
 }
 
-// userPart converts one part of a user message; nil for empty text.
-func userPart(p ContentPart, param string) (*genai.Part, error) {
+// userPart converts one part of a user message; nil for empty text. Errors
+// name the field relative to the part.
+func userPart(p ContentPart) (*genai.Part, *Error) {
 	switch p.Type {
 	case PartText:
 		if p.Text == "" {
@@ -164,9 +182,9 @@ func userPart(p ContentPart, param string) (*genai.Part, error) {
 		return genai.NewPartFromText(p.Text), nil
 	case PartImageURL:
 		if p.ImageURL == nil || p.ImageURL.URL == "" {
-			return nil, InvalidRequest(param+".image_url.url", "Missing the image URL.")
+			return nil, InvalidRequest(".image_url.url", "Missing the image URL.")
 		}
-		part, err := mediaPart(p.ImageURL.URL, param+".image_url.url")
+		part, err := mediaPart(p.ImageURL.URL, ".image_url.url")
 		if err != nil {
 			return nil, err
 		}
@@ -179,29 +197,29 @@ func userPart(p ContentPart, param string) (*genai.Part, error) {
 		return part, nil
 	case PartInputAudio:
 		if p.InputAudio == nil || p.InputAudio.Data == "" {
-			return nil, InvalidRequest(param+".input_audio.data", "Missing the audio data.")
+			return nil, InvalidRequest(".input_audio.data", "Missing the audio data.")
 		}
 		mime, ok := audioMIME[p.InputAudio.Format]
 		if !ok {
-			return nil, InvalidRequest(param+".input_audio.format", fmt.Sprintf(
+			return nil, InvalidRequest(".input_audio.format", fmt.Sprintf(
 				"Unsupported audio format '%s'. Supported formats are: 'wav', 'mp3', 'flac', 'aac', 'opus'.", p.InputAudio.Format))
 		}
 		data, err := decodeBase64(p.InputAudio.Data)
 		if err != nil {
-			return nil, InvalidRequest(param+".input_audio.data", "The audio data is not valid base64.")
+			return nil, InvalidRequest(".input_audio.data", "The audio data is not valid base64.")
 		}
 		return genai.NewPartFromBytes(data, mime), nil
 	case PartFile:
 		if p.File == nil || p.File.FileData == "" {
-			return nil, InvalidRequest(param+".file.file_data",
+			return nil, InvalidRequest(".file.file_data",
 				"Only inline files are supported: send the file as a data: URL in 'file_data' (file_id is not supported).")
 		}
 		if !strings.HasPrefix(p.File.FileData, "data:") {
-			return nil, InvalidRequest(param+".file.file_data", "'file_data' must be a data: URL.")
+			return nil, InvalidRequest(".file.file_data", "'file_data' must be a data: URL.")
 		}
-		return mediaPart(p.File.FileData, param+".file.file_data")
+		return mediaPart(p.File.FileData, ".file.file_data")
 	}
-	return nil, InvalidRequest(param+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: %s.",
+	return nil, InvalidRequest(".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: %s.",
 		p.Type, quoteList([]string{PartText, PartImageURL, PartInputAudio, PartFile})))
 }
 
@@ -218,7 +236,7 @@ var imageMIME = map[string]string{
 // images come by URL) to file data, its MIME type guessed from the path's
 // extension: "image/jpeg" when the extension says nothing, since providers
 // need some image type and most fetch and sniff the bytes anyway.
-func mediaPart(raw, param string) (*genai.Part, error) {
+func mediaPart(raw, param string) (*genai.Part, *Error) {
 	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
 		mime, data, err := parseDataURL(rest)
 		if err != nil {
@@ -272,8 +290,8 @@ func decodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(s)
 }
 
-func assistantContent(m *ChatMessage, param string, callNames map[string]string) (*genai.Content, error) {
-	text, err := joinText(m.Content, param, PartText, PartRefusal)
+func assistantContent(m *ChatMessage, callNames map[string]string) (*genai.Content, *Error) {
+	text, err := joinText(m.Content, PartText, PartRefusal)
 	if err != nil {
 		return nil, err
 	}
@@ -285,27 +303,36 @@ func assistantContent(m *ChatMessage, param string, callNames map[string]string)
 		parts = append(parts, genai.NewPartFromText(text))
 	}
 	for k, tc := range m.ToolCalls {
-		tp := fmt.Sprintf("%s.tool_calls[%d]", param, k)
-		if tc.ID == "" {
-			return nil, InvalidRequest(tp+".id", "Missing the tool call id.")
-		}
-		if tc.Type != "" && tc.Type != "function" {
-			return nil, InvalidRequest(tp+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", tc.Type))
-		}
-		if tc.Function.Name == "" {
-			return nil, InvalidRequest(tp+".function.name", "Missing the function name.")
-		}
-		args, err := ParseArguments(tc.Function.Arguments)
+		call, err := functionCall(tc)
 		if err != nil {
-			return nil, InvalidRequest(tp+".function.arguments", "The function arguments must be a JSON object encoded as a string.")
+			return nil, within(".tool_calls["+strconv.Itoa(k)+"]", err)
 		}
 		callNames[tc.ID] = tc.Function.Name
-		parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: args}})
+		parts = append(parts, &genai.Part{FunctionCall: call})
 	}
 	if len(parts) == 0 {
 		return nil, nil
 	}
 	return &genai.Content{Role: genai.RoleModel, Parts: parts}, nil
+}
+
+// functionCall converts one tool call of an assistant message. Errors name
+// the field relative to the call.
+func functionCall(tc ToolCall) (*genai.FunctionCall, *Error) {
+	if tc.ID == "" {
+		return nil, InvalidRequest(".id", "Missing the tool call id.")
+	}
+	if tc.Type != "" && tc.Type != "function" {
+		return nil, InvalidRequest(".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", tc.Type))
+	}
+	if tc.Function.Name == "" {
+		return nil, InvalidRequest(".function.name", "Missing the function name.")
+	}
+	args, err := ParseArguments(tc.Function.Arguments)
+	if err != nil {
+		return nil, InvalidRequest(".function.arguments", "The function arguments must be a JSON object encoded as a string.")
+	}
+	return &genai.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: args}, nil
 }
 
 // ParseArguments decodes a tool call's arguments string. An empty or blank
@@ -324,11 +351,11 @@ func ParseArguments(s string) (map[string]any, error) {
 	return args, nil
 }
 
-func toolResponse(m *ChatMessage, param string, callNames map[string]string) (*genai.Part, error) {
+func toolResponse(m *ChatMessage, callNames map[string]string) (*genai.Part, *Error) {
 	if m.ToolCallID == "" {
-		return nil, InvalidRequest(param+".tool_call_id", "Missing 'tool_call_id' in a tool message.")
+		return nil, InvalidRequest(".tool_call_id", "Missing 'tool_call_id' in a tool message.")
 	}
-	text, err := joinText(m.Content, param, PartText)
+	text, err := joinText(m.Content, PartText)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 // Package openaiwire holds the OpenAI Chat Completions wire format and the
 // pure conversions between it and the runtime: requests are decoded
-// (DecodeRequest), checked (ChatCompletionRequest.Validate) and converted to
-// genai contents, declarations and settings (ToContents,
+// (DecodeRequest), checked (ChatCompletionRequest.Validate, which also
+// converts the messages into a Conversation) and converted to genai
+// contents, declarations and settings (ToContents,
 // ToFunctionDeclarations, ToToolConfig, OutputSchema, GenerationSettings);
 // runtime events are encoded into chunks or one completion (Encoder);
 // failures are reported in OpenAI's error envelope (Error).

@@ -82,6 +82,7 @@ type Encoder struct {
 	lastEnd   genai.FinishReason           // of the latest non-partial event that had one
 	calls     []EmittedToolCall
 	acc       Accumulator
+	events    []ChatCompletionChunk // what Event returns, reused by the next call
 }
 
 type turnKey struct{ author, branch string }
@@ -112,13 +113,14 @@ func (e *Encoder) Start(author, invocationID string) []ChatCompletionChunk {
 }
 
 // Event returns the chunks for one runtime event, possibly none. After
-// Finish it returns nothing.
+// Finish it returns nothing. The slice is the encoder's: it holds the
+// chunks until the next call to Event, which reuses it.
 func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	if e.finished || ev == nil || ev.Author == "user" {
 		return nil
 	}
 	e.ext = Extension{Author: ev.Author, InvocationID: ev.InvocationID}
-	var out []ChatCompletionChunk
+	out := e.events[:0]
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
 		if text := ev.Text(); text != "" {
@@ -154,6 +156,7 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 		ext.TransferToAgent = to
 		out = append(out, e.chunk(Delta{}, nil, ext))
 	}
+	e.events = out
 	return out
 }
 

@@ -3,6 +3,8 @@ package openaiwire
 import (
 	"bytes"
 	"fmt"
+
+	"google.golang.org/genai"
 )
 
 // Validate checks what would change the meaning of the request, and
@@ -11,33 +13,63 @@ import (
 // ("model", "messages[3].tool_call_id", "n", "tools[0].function.name",
 // "tool_choice", "response_format.json_schema.schema", ...).
 //
-// Messages are checked by converting them (see ToContents), so a request
-// that validates converts without error. Whether a tool message's
-// tool_call_id matches a pending call is the caller's question.
-func (r *ChatCompletionRequest) Validate() error {
+// Messages are checked by converting them, and the conversation is
+// returned so that the caller need not convert them again. Whether a tool
+// message's tool_call_id matches a pending call is the caller's question.
+func (r *ChatCompletionRequest) Validate() (Conversation, error) {
 	if r.Model == "" {
-		return InvalidRequest("model", "You must provide a model parameter.")
+		return Conversation{}, InvalidRequest("model", "You must provide a model parameter.")
 	}
 	if len(r.Messages) == 0 {
-		return InvalidRequest("messages", "'messages' must contain at least one message.")
+		return Conversation{}, InvalidRequest("messages", "'messages' must contain at least one message.")
 	}
 	if fn := bytes.TrimSpace(r.Functions); len(fn) > 0 && !bytes.Equal(fn, []byte("null")) && !bytes.Equal(fn, []byte("[]")) {
-		return InvalidRequest("functions", "The legacy 'functions' parameter is not supported; declare functions in 'tools'.")
+		return Conversation{}, InvalidRequest("functions", "The legacy 'functions' parameter is not supported; declare functions in 'tools'.")
 	}
 	if r.N != nil && *r.N != 1 {
-		return InvalidRequest("n", fmt.Sprintf("Invalid 'n': only n=1 is supported, got %d.", *r.N))
+		return Conversation{}, InvalidRequest("n", fmt.Sprintf("Invalid 'n': only n=1 is supported, got %d.", *r.N))
 	}
 	if err := r.validateSampling(); err != nil {
-		return err
+		return Conversation{}, err
 	}
 	if err := r.validateTools(); err != nil {
-		return err
+		return Conversation{}, err
 	}
 	if _, _, err := OutputSchema(r.ResponseFormat); err != nil {
-		return err
+		return Conversation{}, err
 	}
-	_, _, err := ToContents(r.Messages)
-	return err
+	return r.conversation()
+}
+
+// Conversation is a request's messages converted as ToContents does, split
+// after the last assistant message. System and developer messages are
+// checked but not kept: the agents' instructions are their system prompt.
+type Conversation struct {
+	// History holds the contents of the messages up to and including the
+	// last assistant message: what a stateless client resends of the
+	// conversation so far. It is empty when no message is the assistant's.
+	History []*genai.Content
+	// New holds the contents of the messages after it, converted on their
+	// own: a tool response names the call it answers by id alone.
+	New []*genai.Content
+}
+
+func (r *ChatCompletionRequest) conversation() (Conversation, error) {
+	split := 0 // the first message after the last assistant message
+	for i := range r.Messages {
+		if r.Messages[i].Role == RoleAssistant {
+			split = i + 1
+		}
+	}
+	_, history, err := toContents(r.Messages[:split], 0)
+	if err != nil {
+		return Conversation{}, err
+	}
+	_, fresh, err := toContents(r.Messages[split:], split)
+	if err != nil {
+		return Conversation{}, err
+	}
+	return Conversation{History: history, New: fresh}, nil
 }
 
 func (r *ChatCompletionRequest) validateSampling() error {

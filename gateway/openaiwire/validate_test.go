@@ -3,6 +3,9 @@ package openaiwire
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
 )
 
 func TestValidate(t *testing.T) {
@@ -61,6 +64,8 @@ func TestValidate(t *testing.T) {
 		{"file by id", withMsgs(`{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}`),
 			"messages[0].content[0].file.file_data"},
 		{"tool without tool_call_id", withMsgs(hi, `{"role":"tool","content":"x"}`), "messages[1].tool_call_id"},
+		{"new message after an assistant message", withMsgs(hi, `{"role":"assistant","content":"a"}`, hi,
+			`{"role":"tool","content":"x"}`), "messages[3].tool_call_id"},
 		{"tool with an image", withMsgs(`{"role":"tool","tool_call_id":"a","content":[{"type":"image_url","image_url":{"url":"https://a/b"}}]}`),
 			"messages[0].content[0].type"},
 		{"tool call arguments not JSON", withMsgs(hi,
@@ -111,7 +116,7 @@ func TestValidate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
-			err = req.Validate()
+			_, err = req.Validate()
 			if tt.param == "-" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
@@ -119,6 +124,59 @@ func TestValidate(t *testing.T) {
 				return
 			}
 			assertError(t, err, 400, tt.param)
+		})
+	}
+}
+
+func TestValidateConversation(t *testing.T) {
+	text := genai.NewPartFromText
+	resp := func(id, name string) *genai.Part {
+		return &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: map[string]any{"result": "ok"}}}
+	}
+	call := &genai.Part{FunctionCall: &genai.FunctionCall{ID: "call_1", Name: "f", Args: map[string]any{}}}
+	tests := []struct {
+		name string
+		msgs []string
+		want Conversation
+	}{{
+		name: "no assistant message: all is new",
+		msgs: []string{`{"role":"system","content":"s"}`, `{"role":"user","content":"hi"}`},
+		want: Conversation{New: []*genai.Content{{Role: "user", Parts: []*genai.Part{text("hi")}}}},
+	}, {
+		name: "split after the last assistant message",
+		msgs: []string{`{"role":"user","content":"hi"}`,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`,
+			`{"role":"tool","tool_call_id":"call_1","content":"ok"}`,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"g","arguments":""}}]}`,
+			`{"role":"system","content":"s"}`,
+			`{"role":"tool","tool_call_id":"call_2","content":"ok"}`,
+			`{"role":"user","content":"and?"}`},
+		want: Conversation{
+			History: []*genai.Content{
+				{Role: "user", Parts: []*genai.Part{text("hi")}},
+				{Role: "model", Parts: []*genai.Part{call}},
+				{Role: "user", Parts: []*genai.Part{resp("call_1", "f")}},
+				{Role: "model", Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "call_2", Name: "g", Args: map[string]any{}}}}},
+			},
+			New: []*genai.Content{
+				{Role: "user", Parts: []*genai.Part{resp("call_2", "")}},
+				{Role: "user", Parts: []*genai.Part{text("and?")}},
+			},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := DecodeRequest([]byte(`{"model":"m","messages":[` + strings.Join(tt.msgs, ",") + `]}`))
+			if err != nil {
+				t.Fatalf("DecodeRequest: %v", err)
+			}
+			got, err := req.Validate()
+			if err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("conversation (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -437,6 +437,7 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 	if err := s.writeApp(ctx, sess.AppName, appDeltas, map[string]any{}); err != nil {
 		return err
 	}
+	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		sessions.ApplyEvent(sess, ev)
 	}

@@ -84,10 +84,10 @@ type Provider struct {
 // endpoint is where and how a provider's requests go.
 type endpoint struct {
 	url string // base URL + "/chat/completions"
-	// header returns a new copy of every request's headers; they hold the
-	// credentials, so they are kept in a closure, which prints as an
-	// address.
-	header  func() http.Header
+	// header returns a new copy of every request's headers, with Accept
+	// set to accept; they hold the credentials, so they are kept in a
+	// closure, which prints as an address.
+	header  func(accept string) http.Header
 	client  *http.Client
 	timeout time.Duration
 	retries int
@@ -139,7 +139,7 @@ func New(cfg Config) (*Provider, error) {
 	for k, v := range cfg.Headers {
 		header.Set(k, v)
 	}
-	up.header = header.Clone
+	up.header = headerCopier(header)
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}, nil
 }
 
@@ -227,6 +227,26 @@ func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Respon
 	}
 }
 
+// headerCopier returns a function that makes a new copy of h, one value a
+// name, with Accept added: a map and one slice that holds every value.
+func headerCopier(h http.Header) func(accept string) http.Header {
+	h = h.Clone()
+	h.Del("Accept")
+	return func(accept string) http.Header {
+		out := make(http.Header, len(h)+1)
+		values := make([]string, len(h)+1)
+		i := 0
+		for k, v := range h {
+			values[i] = v[0]
+			out[k] = values[i : i+1 : i+1] // an append to one copies
+			i++
+		}
+		values[i] = accept
+		out["Accept"] = values[i:]
+		return out
+	}
+}
+
 // attempt sends body once. A status of 400 or more is an *apiError (the
 // body read and closed); resp is returned with it for its headers.
 func (c *call) attempt(ctx context.Context, body []byte, accept string) (*http.Response, error) {
@@ -237,8 +257,7 @@ func (c *call) attempt(ctx context.Context, body []byte, accept string) (*http.R
 		cancel()
 		return nil, err
 	}
-	req.Header = up.header()
-	req.Header["Accept"] = []string{accept}
+	req.Header = up.header(accept)
 	resp, err := up.client.Do(req)
 	if err != nil {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,5 +245,37 @@ func TestRequestRefused(t *testing.T) {
 				t.Errorf("upstream got %d requests, want none", n)
 			}
 		})
+	}
+}
+
+// TestHeaderCopies: every request gets headers of its own, which a change
+// to one request's headers leaves alone; a configured Accept gives way to
+// the attempt's.
+func TestHeaderCopies(t *testing.T) {
+	base := http.Header{}
+	base.Set("Content-Type", "application/json")
+	base.Set("X-Configured", "yes")
+	base.Set("Accept", "text/plain")
+	copier := headerCopier(base)
+	want := http.Header{"Content-Type": {"application/json"}, "X-Configured": {"yes"}, "Accept": {"text/event-stream"}}
+
+	first := copier("text/event-stream")
+	if diff := cmp.Diff(want, first); diff != "" {
+		t.Fatalf("headers (-want +got):\n%s", diff)
+	}
+	for k := range first {
+		first.Add(k, "more")
+	}
+	for k, v := range want {
+		if got := first[k]; !slices.Equal(got, []string{v[0], "more"}) {
+			t.Errorf("%s after adding a value to every header = %q", k, got)
+		}
+	}
+	first.Del("Accept")
+	if diff := cmp.Diff(want, copier("text/event-stream")); diff != "" {
+		t.Errorf("headers after a change to an earlier copy (-want +got):\n%s", diff)
+	}
+	if got := base.Get("Accept"); got != "text/plain" {
+		t.Errorf("the configured headers changed: Accept = %q", got)
 	}
 }
