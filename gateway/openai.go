@@ -489,16 +489,14 @@ func visibleEvent(ev *sessions.Event, invID string) (*sessions.Event, error) {
 }
 
 func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
-	ctx, closeStream, err := s.openStream(c.Request.Context())
+	ctx, stop, err := s.openStream(c.Request.Context())
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	defer closeStream()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(runCtx, turn.req), enc: s.encoderFor(turn, req)}
-	err = pump(runCtx, cancel, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
+	defer stop()
+	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(ctx, turn.req), enc: s.encoderFor(turn, req)}
+	err = pump(ctx, stop, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
 	s.endStream(ctx, cs, req, err)
 }
 
