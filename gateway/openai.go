@@ -279,7 +279,8 @@ func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid
 	return nil
 }
 
-// overridesFrom maps response_format, sampling settings and tool_choice.
+// overridesFrom maps response_format, sampling settings and tool_choice;
+// nil when the request sets none of them.
 func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Overrides, error) {
 	schema, jsonMode, err := openaiwire.OutputSchema(req.ResponseFormat)
 	if err != nil {
@@ -290,8 +291,11 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Ov
 			return nil, badRequest("response_format", fmt.Sprintf("Model %s is served by a %T workflow; response_format needs an LLM agent at the root.", a.ID, a.Root))
 		}
 	}
-	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: openaiwire.GenerationSettings(req, nil),
-		ToolConfig: openaiwire.ToToolConfig(req.ToolChoice)}, nil
+	gen, tc := openaiwire.GenerationSettings(req, nil), openaiwire.ToToolConfig(req.ToolChoice)
+	if schema == nil && !jsonMode && gen == nil && tc == nil {
+		return nil, nil
+	}
+	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tc}, nil
 }
 
 // callEntry is the index entry of a client tool call: the session paused

@@ -252,6 +252,9 @@ func TestGenerationSettings(t *testing.T) {
 			Temperature: ptr[float32](0.5), TopP: ptr[float32](0.25), MaxOutputTokens: 20, StopSequences: []string{"END"},
 			Seed: ptr[int32](42), PresencePenalty: ptr[float32](0.5), FrequencyPenalty: ptr[float32](-1)},
 	}, {
+		name: "nothing set, nil base",
+		req:  &ChatCompletionRequest{},
+	}, {
 		name: "max_tokens alone, nil base, huge values",
 		req:  &ChatCompletionRequest{MaxTokens: ptr[int64](1 << 40), Seed: ptr[int64](1<<32 + 5)},
 		want: &genai.GenerateContentConfig{MaxOutputTokens: 1<<31 - 1, Seed: ptr[int32](5)},
