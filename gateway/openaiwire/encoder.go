@@ -2,6 +2,7 @@ package openaiwire
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,15 +77,21 @@ type Encoder struct {
 	cfg       EncoderConfig
 	roleSent  bool
 	finished  bool
-	ext       Extension                    // author and invocation of the latest event
-	streamed  map[turnKey]*strings.Builder // text sent by partials of unfinished turns
-	seenCalls map[string]bool              // runtime ids of client calls already sent
-	lastEnd   genai.FinishReason           // of the latest non-partial event that had one
+	ext       Extension          // author and invocation of the latest event
+	streamed  []*streamedTurn    // text sent by partials of unfinished turns (rarely more than one)
+	seenCalls map[string]bool    // runtime ids of client calls already sent
+	lastEnd   genai.FinishReason // of the latest non-partial event that had one
 	calls     []EmittedToolCall
 	acc       Accumulator
 }
 
 type turnKey struct{ author, branch string }
+
+// streamedTurn is the text the partials of one unfinished turn sent.
+type streamedTurn struct {
+	key  turnKey
+	text strings.Builder
+}
 
 // NewEncoder returns an encoder for one response.
 func NewEncoder(cfg EncoderConfig) *Encoder {
@@ -122,22 +129,19 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
 		if text := ev.Text(); text != "" {
-			sent := e.streamed[key]
-			if sent == nil {
-				if e.streamed == nil {
-					e.streamed = map[turnKey]*strings.Builder{}
-				}
-				sent = &strings.Builder{}
-				e.streamed[key] = sent
+			i := e.streamedIndex(key)
+			if i < 0 {
+				i = len(e.streamed)
+				e.streamed = append(e.streamed, &streamedTurn{key: key})
 			}
-			sent.WriteString(text)
+			e.streamed[i].text.WriteString(text)
 			out = append(out, e.text(text))
 		}
 	} else {
 		text := ev.Text()
-		if sent, ok := e.streamed[key]; ok {
-			delete(e.streamed, key)
-			text = unsent(sent.String(), text)
+		if i := e.streamedIndex(key); i >= 0 {
+			text = unsent(e.streamed[i].text.String(), text)
+			e.streamed = slices.Delete(e.streamed, i, i+1)
 		}
 		if text != "" {
 			out = append(out, e.text(text))
@@ -155,6 +159,11 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 		out = append(out, e.chunk(Delta{}, nil, ext))
 	}
 	return out
+}
+
+// streamedIndex returns the index of key's entry in e.streamed, or -1.
+func (e *Encoder) streamedIndex(key turnKey) int {
+	return slices.IndexFunc(e.streamed, func(t *streamedTurn) bool { return t.key == key })
 }
 
 // unsent returns the part of a turn's final text that its partials did not
