@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/gin-gonic/gin"
@@ -515,7 +516,6 @@ type chatStream struct {
 	run  *agentcore.Run
 	enc  *openaiwire.Encoder
 	w    *sseWriter // nil until the first frame
-	buf  []byte
 }
 
 // start sends the headers with the first frame, in one flush.
@@ -529,22 +529,37 @@ func (cs *chatStream) start() {
 	}
 }
 
+// frameBufs holds the buffers streams make their frames in: a stream
+// borrows one per write, so an open stream holds none while it waits.
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrameBuf bounds the buffers frameBufs keeps: the rare large
+// frame's buffer is left to the garbage collector.
+const maxPooledFrameBuf = 64 << 10
+
 // write sends an event's chunks, and then tail, in one write and one
 // flush: a delta goes out as soon as it exists.
 func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
-	cs.buf = cs.buf[:0]
+	bp := frameBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledFrameBuf {
+			frameBufs.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
 	for i := range chunks {
 		var err error
-		if cs.buf, err = openaiwire.AppendChunkFrame(cs.buf, &chunks[i]); err != nil {
+		if buf, err = openaiwire.AppendChunkFrame(buf, &chunks[i]); err != nil {
 			return err
 		}
 	}
-	cs.buf = append(cs.buf, tail...)
-	if len(cs.buf) == 0 {
+	buf = append(buf, tail...)
+	*bp = buf
+	if len(buf) == 0 {
 		return nil
 	}
 	cs.start()
-	return cs.w.frame(cs.buf)
+	return cs.w.frame(buf)
 }
 
 // event writes what a client sees of one event of the run.
