@@ -488,7 +488,7 @@ func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionReques
 		}
 	}
 	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
-		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names})
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names, Streamed: req.Stream})
 }
 
 // visibleEvent decides what of an event an OpenAI client sees: the turn's

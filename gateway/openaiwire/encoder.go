@@ -31,6 +31,10 @@ type EncoderConfig struct {
 	// NewToolCallID generates ids for client tool calls whose runtime id is
 	// not a valid client id (default NewToolCallID).
 	NewToolCallID func() string
+	// Streamed is for a streamed response: the chunks are not also folded
+	// into the completion (which would keep the whole answer for as long
+	// as the stream is open), and Completion must not be called.
+	Streamed bool
 }
 
 // EmittedToolCall is a client tool call the Encoder has sent, for the caller
@@ -218,7 +222,7 @@ func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCom
 }
 
 // chunk builds a one-choice chunk, adding the role to the response's first
-// delta, and feeds it to the accumulator.
+// delta, and folds it into the completion (see accumulate).
 func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatCompletionChunk {
 	if !e.roleSent {
 		e.roleSent = true
@@ -230,8 +234,15 @@ func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatComple
 	}
 	c := e.base(ext)
 	c.Choices = []ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
-	e.acc.Add(c)
+	e.accumulate(c)
 	return c
+}
+
+// accumulate folds c into the completion, unless the response is streamed.
+func (e *Encoder) accumulate(c ChatCompletionChunk) {
+	if !e.cfg.Streamed {
+		e.acc.Add(c)
+	}
 }
 
 func (e *Encoder) base(ext Extension) ChatCompletionChunk {
@@ -261,7 +272,7 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 		c := e.base(e.ext)
 		c.Choices = []ChunkChoice{}
 		c.Usage = &u
-		e.acc.Add(c)
+		e.accumulate(c)
 		out = append(out, c)
 	}
 	return out
@@ -290,6 +301,7 @@ func (e *Encoder) ToolCalls() []EmittedToolCall {
 // Completion returns the non-streaming response: what the chunks so far add
 // up to, ended as Finish would end it when it has not been ended yet, with
 // usage from the given record (always present, whatever IncludeUsage says).
+// It is not for an encoder configured with Streamed.
 func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
 	e.Finish(usage)
 	c := e.acc.Completion()
