@@ -40,6 +40,7 @@ type meteredWriter struct {
 	c       *gin.Context
 	m       *metrics.Metrics
 	start   time.Time
+	model   string // the virtual model, once the handler knows it (noteModel)
 	stream  bool
 	firstAt bool
 	closed  func()
@@ -66,20 +67,21 @@ func (w *meteredWriter) WriteString(s string) (int, error) {
 func (w *meteredWriter) frame(isEvent bool) {
 	if w.stream && !w.firstAt && isEvent {
 		w.firstAt = true
-		w.m.ObserveFirstToken(w.c.FullPath(), w.c.GetString(ctxModel), time.Since(w.start))
+		w.m.ObserveFirstToken(w.c.FullPath(), w.model, time.Since(w.start))
 	}
 }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *meteredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ctxModel is the gin key of the virtual model a request addresses.
-const ctxModel = "agentgate.model"
-
 // noteModel records the virtual model a request addresses, for the metrics
-// (time to first token by model) and the request's log records.
+// (time to first token by model) and the request's log records. The
+// metered writer holds it rather than the gin context's keys, a map a
+// stream would keep for as long as it is open.
 func noteModel(c *gin.Context, id string) {
-	c.Set(ctxModel, id)
+	if w, ok := c.Writer.(*meteredWriter); ok {
+		w.model = id
+	}
 	annotate(c, slog.String("model", id))
 }
 

@@ -226,7 +226,6 @@ func (s *Server) tagRequest(c *gin.Context) {
 		_, _ = rand.Read(b[:])
 		id = "req_" + hex.EncodeToString(b[:])
 	}
-	c.Set(ctxRequestID, id)
 	// The request's log attributes live in one set, which annotate adds
 	// to: one new context per request, not one per attribute.
 	ctx, set := agentcore.WithLogAttrSet(c.Request.Context())
@@ -234,10 +233,6 @@ func (s *Server) tagRequest(c *gin.Context) {
 	c.Request = c.Request.WithContext(ctx)
 	c.Header("X-Request-Id", id)
 }
-
-const ctxRequestID = "agentgate.request_id"
-
-func requestIDOf(c *gin.Context) string { return c.GetString(ctxRequestID) }
 
 // recovery turns a handler panic into a 500 in the surface's format.
 func (s *Server) recovery(c *gin.Context) {
