@@ -200,7 +200,9 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		directDo := func(ctx context.Context, i int) Sample { return c.direct(ctx, up.BaseURL(), sc) }
 		// viaDo sends turn first+i of the phase through the gateway.
 		viaDo := func(phase string, first int) func(ctx context.Context, i int) Sample {
-			return func(ctx context.Context, i int) Sample { return c.viaGateway(ctx, gw.base, sc, session(phase, first+i)) }
+			return func(ctx context.Context, i int) Sample {
+				return c.viaGateway(ctx, gw.base, sc, session(phase, first+i))
+			}
 		}
 		runLoad(ctx, rate, warm, o.maxInFlight, directDo)
 		runLoad(ctx, rate, warm, o.maxInFlight, viaDo("warm", 0))
