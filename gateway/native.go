@@ -207,29 +207,31 @@ func checkInvocation(sess *sessions.Session, invID string, msg *genai.Content) e
 
 // beginNativeRun prepares a run and registers it with the open streams
 // (so Shutdown can end it). When ok is false the request has been answered;
-// otherwise done must be called when the run is over.
-func (s *Server) beginNativeRun(c *gin.Context) (turn *nativeTurn, ctx context.Context, done func(), ok bool) {
+// otherwise stop (which ends ctx, see openStream) and then turn.release
+// must be called when the run is over.
+func (s *Server) beginNativeRun(c *gin.Context) (turn *nativeTurn, ctx context.Context, stop func(), ok bool) {
 	turn, err := s.prepareNativeRun(c)
 	if err != nil {
 		writeNativeError(c, classify(err))
 		return nil, nil, nil, false
 	}
-	ctx, closeStream, err := s.openStream(c.Request.Context())
+	ctx, stop, err = s.openStream(c.Request.Context())
 	if err != nil {
 		turn.release()
 		writeNativeError(c, classify(err))
 		return nil, nil, nil, false
 	}
-	return turn, ctx, func() { closeStream(); turn.release() }, true
+	return turn, ctx, stop, true
 }
 
 // nativeRun answers POST /run with the JSON array of the run's events.
 func (s *Server) nativeRun(c *gin.Context) {
-	turn, ctx, done, ok := s.beginNativeRun(c)
+	turn, ctx, stop, ok := s.beginNativeRun(c)
 	if !ok {
 		return
 	}
-	defer done()
+	defer turn.release()
+	defer stop()
 	turn.req.Config.Streaming = false // ADK's /run never streams partials
 	run := turn.app.runner.Run(ctx, turn.req)
 	view := newEventView(turn.app, run, false)
@@ -250,14 +252,13 @@ func (s *Server) nativeRun(c *gin.Context) {
 // status is decided before the first frame: failures until then are plain
 // error responses, later ones a data: {"error": ...} frame.
 func (s *Server) nativeRunSSE(c *gin.Context) {
-	turn, ctx, done, ok := s.beginNativeRun(c)
+	turn, ctx, stop, ok := s.beginNativeRun(c)
 	if !ok {
 		return
 	}
-	defer done()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	run := turn.app.runner.Run(runCtx, turn.req)
+	defer turn.release()
+	defer stop()
+	run := turn.app.runner.Run(ctx, turn.req)
 	view := newEventView(turn.app, run, turn.splitArtifacts)
 	var w *sseWriter
 	start := func() {
@@ -265,7 +266,7 @@ func (s *Server) nativeRunSSE(c *gin.Context) {
 			w = newSSE(c.Writer, nil) // flushed with the first frame
 		}
 	}
-	err := pump(runCtx, cancel, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
+	err := pump(ctx, stop, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
 		for _, f := range view.frames(ev) {
 			b, err := json.Marshal(f)
 			if err != nil {

@@ -77,8 +77,28 @@ type chatTurn struct {
 	// resumedVia lists index sessions to drop once the resumed turn is done.
 	resumedVia []string
 	// tmp reports a "~tmp-" session to delete once no call is pending.
-	tmp     bool
-	release func()
+	tmp bool
+	// toolMessages locates the request's tool results, for errors.
+	toolMessages []toolMessage
+	release      func()
+}
+
+// toolMessage is where one of a request's tool results stands in its
+// messages.
+type toolMessage struct {
+	index  int
+	callID string
+}
+
+// toolMessagesOf lists the tool results among msgs.
+func toolMessagesOf(msgs []openaiwire.ChatMessage) []toolMessage {
+	var out []toolMessage
+	for i, m := range msgs {
+		if m.Role == openaiwire.RoleTool {
+			out = append(out, toolMessage{index: i, callID: m.ToolCallID})
+		}
+	}
+	return out
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
@@ -105,17 +125,19 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	noteModel(c, a.ID)
 	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req, conv)
 	if err != nil {
-		writeOpenAIError(c, chatError(req, err))
+		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
 		return
 	}
 	defer turn.release()
 	if turn.stored {
 		annotate(c, slog.String("session_id", turn.sessionID))
 	}
-	if req.Stream {
-		s.streamChat(c, turn, req)
+	// From here on the turn has what it needs of the request, which is
+	// not kept while the turn runs: its messages may be a long history.
+	if enc := s.encoderFor(turn, req); req.Stream {
+		s.streamChat(c, turn, enc)
 	} else {
-		s.completeChat(c, turn, req)
+		s.completeChat(c, turn, enc)
 	}
 }
 
@@ -229,6 +251,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	}
 	rr.SessionID = turn.sessionID
 	turn.req = rr
+	turn.toolMessages = toolMessagesOf(req.Messages)
 	return turn, nil
 }
 
@@ -457,7 +480,7 @@ func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionReques
 		}
 	}
 	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
-		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names})
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names, Streamed: req.Stream})
 }
 
 // visibleEvent decides what of an event an OpenAI client sees: the turn's
@@ -485,18 +508,16 @@ func visibleEvent(ev *sessions.Event, invID string) (*sessions.Event, error) {
 	return c, nil
 }
 
-func (s *Server) streamChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
-	ctx, closeStream, err := s.openStream(c.Request.Context())
+func (s *Server) streamChat(c *gin.Context, turn *chatTurn, enc *openaiwire.Encoder) {
+	ctx, stop, err := s.openStream(c.Request.Context())
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	defer closeStream()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(runCtx, turn.req), enc: s.encoderFor(turn, req)}
-	err = pump(runCtx, cancel, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
-	s.endStream(ctx, cs, req, err)
+	defer stop()
+	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(ctx, turn.req), enc: enc}
+	err = pump(ctx, stop, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
+	s.endStream(ctx, cs, err)
 }
 
 // chatStream is what a streamed chat completion writes with. Its methods
@@ -510,7 +531,6 @@ type chatStream struct {
 	run  *agentcore.Run
 	enc  *openaiwire.Encoder
 	w    *sseWriter // nil until the first frame
-	buf  []byte
 }
 
 // start sends the headers with the first frame, in one flush.
@@ -524,22 +544,37 @@ func (cs *chatStream) start() {
 	}
 }
 
+// frameBufs holds the buffers streams make their frames in: a stream
+// borrows one per write, so an open stream holds none while it waits.
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrameBuf bounds the buffers frameBufs keeps: the rare large
+// frame's buffer is left to the garbage collector.
+const maxPooledFrameBuf = 64 << 10
+
 // write sends an event's chunks, and then tail, in one write and one
 // flush: a delta goes out as soon as it exists.
 func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
-	cs.buf = cs.buf[:0]
+	bp := frameBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledFrameBuf {
+			frameBufs.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
 	for i := range chunks {
 		var err error
-		if cs.buf, err = openaiwire.AppendChunkFrame(cs.buf, &chunks[i]); err != nil {
+		if buf, err = openaiwire.AppendChunkFrame(buf, &chunks[i]); err != nil {
 			return err
 		}
 	}
-	cs.buf = append(cs.buf, tail...)
-	if len(cs.buf) == 0 {
+	buf = append(buf, tail...)
+	*bp = buf
+	if len(buf) == 0 {
 		return nil
 	}
 	cs.start()
-	return cs.w.frame(cs.buf)
+	return cs.w.frame(buf)
 }
 
 // event writes what a client sees of one event of the run.
@@ -558,7 +593,7 @@ func (cs *chatStream) keepalive() error {
 
 // endStream finishes a stream whose run ended with err: the finish chunks
 // and [DONE], or an error (a frame once the stream has started).
-func (s *Server) endStream(ctx context.Context, cs *chatStream, req *openaiwire.ChatCompletionRequest, err error) {
+func (s *Server) endStream(ctx context.Context, cs *chatStream, err error) {
 	c, run := cs.c, cs.run
 	if err == nil {
 		if err = s.afterRun(ctx, cs.turn, cs.enc.ToolCalls()); err == nil {
@@ -575,7 +610,7 @@ func (s *Server) endStream(ctx context.Context, cs *chatStream, req *openaiwire.
 		}
 	}
 	annotateRun(c, run)
-	ae := chatError(req, err)
+	ae := chatError(cs.turn.toolMessages, err)
 	if ae.status == 499 {
 		return // the client is gone
 	}
@@ -587,10 +622,9 @@ func (s *Server) endStream(ctx context.Context, cs *chatStream, req *openaiwire.
 	_ = cs.w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
 }
 
-func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
+func (s *Server) completeChat(c *gin.Context, turn *chatTurn, enc *openaiwire.Encoder) {
 	ctx := c.Request.Context()
 	run := turn.runner.Run(ctx, turn.req)
-	enc := s.encoderFor(turn, req)
 	var runErr error
 	for ev, err := range run.Events() {
 		if err != nil {
@@ -611,7 +645,7 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, req *openaiwire.Ch
 	}
 	annotateRun(c, run)
 	if runErr != nil {
-		ae := chatError(req, runErr)
+		ae := chatError(turn.toolMessages, runErr)
 		if ae.status != 499 {
 			s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", runErr)
 			writeOpenAIError(c, ae)
@@ -649,15 +683,15 @@ var completionBufs = sync.Pool{New: func() any { return new([]byte) }}
 const maxPooledCompletion = 64 << 10
 
 // chatError maps an error of a chat turn; a response for an unknown tool
-// call names the message that carried it.
-func chatError(req *openaiwire.ChatCompletionRequest, err error) *apiError {
+// call names the message that carried it (one of tools).
+func chatError(tools []toolMessage, err error) *apiError {
 	ae := classify(err)
 	var uc *agentcore.UnknownCallError
 	if errors.As(err, &uc) {
-		for i, m := range req.Messages {
-			if m.Role == openaiwire.RoleTool && m.ToolCallID == uc.ID {
+		for _, m := range tools {
+			if m.callID == uc.ID {
 				c := *ae
-				c.param = fmt.Sprintf("messages[%d].tool_call_id", i)
+				c.param = fmt.Sprintf("messages[%d].tool_call_id", m.index)
 				return &c
 			}
 		}

@@ -334,8 +334,11 @@ var errShuttingDown = errors.New("the server is shutting down")
 func (st *stream) stop() { st.cancel(errShuttingDown) }
 
 // openStream registers a stream; the returned context ends when the client
-// goes away or the server shuts down.
-func (s *Server) openStream(ctx context.Context) (context.Context, func(), error) {
+// goes away, the server shuts down or stop is called. stop unregisters the
+// stream; it may be called more than once, and it can be the cancel of a
+// pump, so that a run needs no context of its own (each cancelable context
+// a stream holds costs its memory while the stream is open).
+func (s *Server) openStream(ctx context.Context) (_ context.Context, stop func(), _ error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	st := &stream{cancel: cancel}
 	s.streamsMu.Lock()

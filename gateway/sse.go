@@ -81,65 +81,82 @@ func (s *sseWriter) comment(text string) error {
 // switch (and scheduling delay on a busy machine) each.
 func pump(ctx context.Context, cancel context.CancelFunc, events iter.Seq2[*sessions.Event, error], interval time.Duration,
 	onEvent func(*sessions.Event) error, onIdle func() error) error {
-	var (
-		mu      sync.Mutex // serialises onEvent and onIdle; guards the rest
-		last    = time.Now()
-		stopped bool
-		idleErr error
-		timer   *time.Timer
-	)
-	mu.Lock()
-	timer = time.AfterFunc(interval, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if wait := interval - time.Since(last); wait > 0 {
-			timer.Reset(wait)
-			return
-		}
-		if err := onIdle(); err != nil {
-			idleErr, stopped = err, true
-			cancel()
-			return
-		}
-		last = time.Now()
-		timer.Reset(interval)
-	})
-	mu.Unlock()
-	defer func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-		timer.Stop()
-		cancel()
-	}()
-	failed := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if idleErr != nil {
-			return idleErr
-		}
-		return context.Cause(ctx)
-	}
+	k := &keepalive{last: time.Now(), interval: interval, onIdle: onIdle, cancel: cancel}
+	k.mu.Lock()
+	k.timer = time.AfterFunc(interval, k.fire)
+	k.mu.Unlock()
+	defer k.stop()
 	for ev, err := range events {
 		if ctx.Err() != nil {
-			return failed()
+			return k.failed(ctx)
 		}
 		if err != nil {
 			return err
 		}
-		mu.Lock()
+		k.mu.Lock()
 		err = onEvent(ev)
-		last = time.Now()
-		mu.Unlock()
+		k.last = time.Now()
+		k.mu.Unlock()
 		if err != nil {
 			return err
 		}
 	}
 	if ctx.Err() != nil {
-		return failed()
+		return k.failed(ctx)
 	}
 	return nil
+}
+
+// keepalive is a pump's timer for onIdle. Its state is one object rather
+// than variables captured by closures, which would each be allocated on
+// their own and kept for as long as the stream is open.
+type keepalive struct {
+	mu       sync.Mutex // serialises onEvent and onIdle; guards the rest
+	last     time.Time  // of the latest event or keepalive
+	stopped  bool
+	idleErr  error
+	timer    *time.Timer
+	interval time.Duration
+	onIdle   func() error
+	cancel   context.CancelFunc
+}
+
+// fire runs on the timer's goroutine: onIdle, when interval has passed
+// since the latest event or keepalive.
+func (k *keepalive) fire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	if wait := k.interval - time.Since(k.last); wait > 0 {
+		k.timer.Reset(wait)
+		return
+	}
+	if err := k.onIdle(); err != nil {
+		k.idleErr, k.stopped = err, true
+		k.cancel()
+		return
+	}
+	k.last = time.Now()
+	k.timer.Reset(k.interval)
+}
+
+// stop ends the keepalives and cancels the run; no onIdle runs after it.
+func (k *keepalive) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.mu.Unlock()
+	k.timer.Stop()
+	k.cancel()
+}
+
+// failed is the error of a pump whose ctx ended: onIdle's, else the cause.
+func (k *keepalive) failed(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.idleErr != nil {
+		return k.idleErr
+	}
+	return context.Cause(ctx)
 }

@@ -454,10 +454,10 @@ func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err
 // max_completion_tokens (else max_tokens), stop, seed, presence_penalty and
 // frequency_penalty. Fields the request leaves out keep base's values; base
 // is not modified. Values beyond int32 are clamped (max tokens) or
-// truncated (seed). With a nil base and none of them set it returns nil.
+// truncated (seed). With a nil base and none of these settings in the
+// request it returns nil.
 func GenerationSettings(req *ChatCompletionRequest, base *genai.GenerateContentConfig) *genai.GenerateContentConfig {
-	if base == nil && req.Temperature == nil && req.TopP == nil && req.PresencePenalty == nil && req.FrequencyPenalty == nil &&
-		req.MaxCompletionTokens == nil && req.MaxTokens == nil && len(req.Stop) == 0 && req.Seed == nil {
+	if base == nil && !req.hasGenerationSettings() {
 		return nil
 	}
 	var cfg genai.GenerateContentConfig
@@ -483,6 +483,13 @@ func GenerationSettings(req *ChatCompletionRequest, base *genai.GenerateContentC
 		cfg.Seed = &seed
 	}
 	return &cfg
+}
+
+// hasGenerationSettings reports whether the request sets any of the
+// settings GenerationSettings reads.
+func (req *ChatCompletionRequest) hasGenerationSettings() bool {
+	return req.Temperature != nil || req.TopP != nil || req.PresencePenalty != nil || req.FrequencyPenalty != nil ||
+		req.MaxCompletionTokens != nil || req.MaxTokens != nil || len(req.Stop) > 0 || req.Seed != nil
 }
 
 func float32Or(v *float64, def *float32) *float32 {

@@ -2,6 +2,7 @@ package openaiwire
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ type EncoderConfig struct {
 	// NewToolCallID generates ids for client tool calls whose runtime id is
 	// not a valid client id (default NewToolCallID).
 	NewToolCallID func() string
+	// Streamed is for a streamed response: the chunks are not also folded
+	// into the completion (which would keep the whole answer for as long
+	// as the stream is open), and Completion must not be called.
+	Streamed bool
 }
 
 // EmittedToolCall is a client tool call the Encoder has sent, for the caller
@@ -76,16 +81,22 @@ type Encoder struct {
 	cfg       EncoderConfig
 	roleSent  bool
 	finished  bool
-	ext       Extension                    // author and invocation of the latest event
-	streamed  map[turnKey]*strings.Builder // text sent by partials of unfinished turns
-	seenCalls map[string]bool              // runtime ids of client calls already sent
-	lastEnd   genai.FinishReason           // of the latest non-partial event that had one
+	ext       Extension          // author and invocation of the latest event
+	streamed  []*streamedTurn    // text sent by partials of unfinished turns (rarely more than one)
+	seenCalls map[string]bool    // runtime ids of client calls already sent
+	lastEnd   genai.FinishReason // of the latest non-partial event that had one
 	calls     []EmittedToolCall
 	acc       Accumulator
 	events    []ChatCompletionChunk // what Event returns, reused by the next call
 }
 
 type turnKey struct{ author, branch string }
+
+// streamedTurn is the text the partials of one unfinished turn sent.
+type streamedTurn struct {
+	key  turnKey
+	text strings.Builder
+}
 
 // NewEncoder returns an encoder for one response.
 func NewEncoder(cfg EncoderConfig) *Encoder {
@@ -124,22 +135,19 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
 		if text := ev.Text(); text != "" {
-			sent := e.streamed[key]
-			if sent == nil {
-				if e.streamed == nil {
-					e.streamed = map[turnKey]*strings.Builder{}
-				}
-				sent = &strings.Builder{}
-				e.streamed[key] = sent
+			i := e.streamedIndex(key)
+			if i < 0 {
+				i = len(e.streamed)
+				e.streamed = append(e.streamed, &streamedTurn{key: key})
 			}
-			sent.WriteString(text)
+			e.streamed[i].text.WriteString(text)
 			out = append(out, e.text(text))
 		}
 	} else {
 		text := ev.Text()
-		if sent, ok := e.streamed[key]; ok {
-			delete(e.streamed, key)
-			text = unsent(sent.String(), text)
+		if i := e.streamedIndex(key); i >= 0 {
+			text = unsent(e.streamed[i].text.String(), text)
+			e.streamed = slices.Delete(e.streamed, i, i+1)
 		}
 		if text != "" {
 			out = append(out, e.text(text))
@@ -158,6 +166,11 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	}
 	e.events = out
 	return out
+}
+
+// streamedIndex returns the index of key's entry in e.streamed, or -1.
+func (e *Encoder) streamedIndex(key turnKey) int {
+	return slices.IndexFunc(e.streamed, func(t *streamedTurn) bool { return t.key == key })
 }
 
 // unsent returns the part of a turn's final text that its partials did not
@@ -212,7 +225,7 @@ func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCom
 }
 
 // chunk builds a one-choice chunk, adding the role to the response's first
-// delta, and feeds it to the accumulator.
+// delta, and folds it into the completion (see accumulate).
 func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatCompletionChunk {
 	if !e.roleSent {
 		e.roleSent = true
@@ -224,8 +237,15 @@ func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatComple
 	}
 	c := e.base(ext)
 	c.Choices = []ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
-	e.acc.Add(c)
+	e.accumulate(c)
 	return c
+}
+
+// accumulate folds c into the completion, unless the response is streamed.
+func (e *Encoder) accumulate(c ChatCompletionChunk) {
+	if !e.cfg.Streamed {
+		e.acc.Add(c)
+	}
 }
 
 func (e *Encoder) base(ext Extension) ChatCompletionChunk {
@@ -255,7 +275,7 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 		c := e.base(e.ext)
 		c.Choices = []ChunkChoice{}
 		c.Usage = &u
-		e.acc.Add(c)
+		e.accumulate(c)
 		out = append(out, c)
 	}
 	return out
@@ -284,6 +304,7 @@ func (e *Encoder) ToolCalls() []EmittedToolCall {
 // Completion returns the non-streaming response: what the chunks so far add
 // up to, ended as Finish would end it when it has not been ended yet, with
 // usage from the given record (always present, whatever IncludeUsage says).
+// It is not for an encoder configured with Streamed.
 func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
 	e.Finish(usage)
 	c := e.acc.Completion()

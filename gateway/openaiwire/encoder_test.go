@@ -350,18 +350,22 @@ func TestEncoder(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig()
-			cfg.IncludeUsage = tt.includeUsage
-			cfg.ClientTools = clientTools
-			enc := NewEncoder(cfg)
-			var chunks []ChatCompletionChunk
-			if tt.start != nil {
-				chunks = append(chunks, enc.Start(tt.start[0], tt.start[1])...)
+			encode := func(streamed bool) (*Encoder, []ChatCompletionChunk) {
+				cfg := testConfig()
+				cfg.IncludeUsage = tt.includeUsage
+				cfg.ClientTools = clientTools
+				cfg.Streamed = streamed
+				enc := NewEncoder(cfg)
+				var chunks []ChatCompletionChunk
+				if tt.start != nil {
+					chunks = append(chunks, enc.Start(tt.start[0], tt.start[1])...)
+				}
+				for _, ev := range tt.events {
+					chunks = append(chunks, enc.Event(ev)...)
+				}
+				return enc, append(chunks, enc.Finish(usage)...)
 			}
-			for _, ev := range tt.events {
-				chunks = append(chunks, enc.Event(ev)...)
-			}
-			chunks = append(chunks, enc.Finish(usage)...)
+			enc, chunks := encode(false)
 			if diff := cmp.Diff(tt.want, summarize(chunks)); diff != "" {
 				t.Errorf("chunks mismatch (-want +got):\n%s", diff)
 			}
@@ -370,8 +374,13 @@ func TestEncoder(t *testing.T) {
 				t.Errorf("chunks after Finish: %v", summarize(more))
 			}
 
+			// A streamed encoder (it keeps no completion) sends the same.
+			if _, streamed := encode(true); !cmp.Equal(chunks, streamed) {
+				t.Errorf("a streamed encoder sends other chunks:\n%s", cmp.Diff(chunks, streamed))
+			}
+
 			// The non-streaming path gives what the stream adds up to.
-			cfg = testConfig()
+			cfg := testConfig()
 			cfg.ClientTools = clientTools
 			enc = NewEncoder(cfg)
 			for _, ev := range tt.events {

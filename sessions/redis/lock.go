@@ -28,7 +28,7 @@ const releaseTimeout = 2 * time.Second
 
 // Acquire implements sessions.Locker with a lease shared by every replica:
 // the key {app|user}:lock:<id> holds a random token with a LockTTL expiry
-// (SET NX PX). While held, a goroutine extends it every LockTTL/3; release
+// (SET NX PX). While held, a timer extends it every LockTTL/3; release
 // stops it and deletes the key if the token still matches. A holder that
 // dies stops renewing, so its lease ends within LockTTL.
 func (s *Store) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (func(), error) {
@@ -140,66 +140,77 @@ func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *new
 	}
 }
 
-// heldLease is a lease this process holds; the turn's final write may
-// release it in the same round trip (see AppendEvents).
+// heldLease is a lease this process holds, renewed until released; the
+// turn's final write may release it in the same round trip (see
+// AppendEvents). The renewal runs from a timer, not a goroutine of its own:
+// a lease is held as long as its stream is open, and a parked goroutine's
+// stack would cost every open stream on Redis a few KiB more. Its state is
+// this one object for the same reason (variables captured by closures are
+// each allocated on their own).
 type heldLease struct {
-	token    string
-	released atomic.Bool
+	s          *Store
+	key, token string
+	released   atomic.Bool
+
+	mu       sync.Mutex // guards stopped and timer's resets
+	stopped  bool
+	timer    *time.Timer
+	renewing sync.WaitGroup // a renewal under way
+	once     sync.Once
 }
 
 // hold renews the lease until the returned release is called.
 func (s *Store) hold(key, token string) func() {
-	lease := &heldLease{token: token}
-	s.held.Store(key, lease)
-	// The renewal runs from a timer, not a goroutine of its own: a lease
-	// is held as long as its stream is open, and a parked goroutine's stack
-	// would cost every open stream on Redis a few KiB more.
-	every := s.lockTTL / 3
-	var (
-		mu       sync.Mutex
-		stopped  bool
-		timer    *time.Timer
-		renewing sync.WaitGroup
-	)
-	renew := func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		renewing.Add(1)
-		mu.Unlock()
-		defer renewing.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		n, err := renewScript.Run(ctx, s.client, []string{key}, token, s.lockTTL.Milliseconds()).Int64()
-		cancel()
-		if err == nil && n == 0 {
-			return // the lease expired and may be someone else's now
-		}
-		mu.Lock()
-		if !stopped {
-			timer.Reset(every)
-		}
-		mu.Unlock()
+	l := &heldLease{s: s, key: key, token: token}
+	s.held.Store(key, l)
+	l.mu.Lock()
+	l.timer = time.AfterFunc(l.every(), l.renew)
+	l.mu.Unlock()
+	return l.release
+}
+
+// every is how often the lease is renewed.
+func (l *heldLease) every() time.Duration { return l.s.lockTTL / 3 }
+
+// renew extends the lease, on the timer's goroutine, and sets the timer
+// for the next renewal.
+func (l *heldLease) renew() {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
 	}
-	mu.Lock()
-	timer = time.AfterFunc(every, renew)
-	mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			mu.Lock()
-			stopped = true
-			timer.Stop()
-			mu.Unlock()
-			renewing.Wait() // a renewal under way ends before the release
-			s.held.CompareAndDelete(key, lease)
-			if lease.released.Load() {
-				return // released with the turn's write
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-			defer cancel()
-			_ = releaseScript.Run(ctx, s.client, []string{key}, token).Err()
-		})
+	l.renewing.Add(1)
+	l.mu.Unlock()
+	defer l.renewing.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), l.every())
+	n, err := renewScript.Run(ctx, l.s.client, []string{l.key}, l.token, l.s.lockTTL.Milliseconds()).Int64()
+	cancel()
+	if err == nil && n == 0 {
+		return // the lease expired and may be someone else's now
 	}
+	l.mu.Lock()
+	if !l.stopped {
+		l.timer.Reset(l.every())
+	}
+	l.mu.Unlock()
+}
+
+// release stops the renewals and, unless the turn's write released the
+// lease already, deletes it. Calls after the first do nothing.
+func (l *heldLease) release() {
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.stopped = true
+		l.timer.Stop()
+		l.mu.Unlock()
+		l.renewing.Wait() // a renewal under way ends before the release
+		l.s.held.CompareAndDelete(l.key, l)
+		if l.released.Load() {
+			return // released with the turn's write
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = releaseScript.Run(ctx, l.s.client, []string{l.key}, l.token).Err()
+	})
 }
