@@ -118,3 +118,48 @@ func hashTag(key string) string {
 	}
 	return key
 }
+
+// A client built from a URL gets ConnBufferSize buffers on both of its
+// pools, whatever its kind, unless the URL sizes the pipeline's; a client
+// built from Options keeps what they say.
+func TestURLClientsGetSmallBuffers(t *testing.T) {
+	type sizes struct{ read, write, pipeRead, pipeWrite int }
+	const n = ConnBufferSize
+	tests := []struct {
+		name string
+		cfg  Config
+		want sizes
+	}{
+		{"single node", Config{URL: "redis://127.0.0.1:1/2"}, sizes{n, n, n, n}},
+		{"single node, pipeline sized", Config{URL: "redis://127.0.0.1:1/2?pipeline_read_buffer_size=65536&pipeline_write_buffer_size=32768"}, sizes{n, n, 65536, 32768}},
+		{"cluster scheme", Config{URL: "redis+cluster://127.0.0.1:1"}, sizes{n, n, n, n}},
+		{"cluster seeds", Config{URL: "redis://127.0.0.1:1?addr=127.0.0.1:2"}, sizes{n, n, n, n}},
+		{"sentinel", Config{URL: "redis://127.0.0.1:26379?master_name=mymaster"}, sizes{n, n, n, n}},
+		// go-redis's own defaults: 32 KiB, and 0 (its pipeline default) on
+		// the pipeline pool.
+		{"options", Config{Options: &goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, ReadBufferSize: 4096}}, sizes{4096, 32 << 10, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got sizes
+			switch c := s.client.(type) {
+			case *goredis.Client:
+				o := c.Options()
+				got = sizes{o.ReadBufferSize, o.WriteBufferSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize}
+			case *goredis.ClusterClient:
+				o := c.Options()
+				got = sizes{o.ReadBufferSize, o.WriteBufferSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize}
+			default:
+				t.Fatalf("client %T", c)
+			}
+			if got != tt.want {
+				t.Errorf("buffers %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

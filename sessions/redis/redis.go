@@ -139,6 +139,7 @@ func clientFromURL(url string) (goredis.UniversalClient, error) {
 			if err != nil {
 				return nil, configError("URL: " + err.Error())
 			}
+			connBuffers(&opts.ReadBufferSize, &opts.WriteBufferSize, &opts.PipelineReadBufferSize, &opts.PipelineWriteBufferSize)
 			return goredis.NewClusterClient(opts), nil
 		}
 	}
@@ -148,19 +149,40 @@ func clientFromURL(url string) (goredis.UniversalClient, error) {
 		if err != nil {
 			return nil, configError("URL: " + err.Error())
 		}
+		connBuffers(&opts.ReadBufferSize, &opts.WriteBufferSize, &opts.PipelineReadBufferSize, &opts.PipelineWriteBufferSize)
 		return goredis.NewFailoverClient(opts), nil
 	case strings.Contains(url, "addr="):
 		opts, err := goredis.ParseClusterURL(url)
 		if err != nil {
 			return nil, configError("URL: " + err.Error())
 		}
+		connBuffers(&opts.ReadBufferSize, &opts.WriteBufferSize, &opts.PipelineReadBufferSize, &opts.PipelineWriteBufferSize)
 		return goredis.NewClusterClient(opts), nil
 	default:
 		opts, err := goredis.ParseURL(url)
 		if err != nil {
 			return nil, configError("URL: " + err.Error())
 		}
+		connBuffers(&opts.ReadBufferSize, &opts.WriteBufferSize, &opts.PipelineReadBufferSize, &opts.PipelineWriteBufferSize)
 		return goredis.NewClient(opts), nil
+	}
+}
+
+// ConnBufferSize is the read and the write buffer of each connection of a
+// client built from a URL, pipeline connections included, unless the URL
+// sets pipeline_read_buffer_size or pipeline_write_buffer_size. go-redis
+// sizes them for bulk traffic (32 KiB, and 128 KiB on its pipeline pool):
+// with its default pools, up to 3.75 MiB of buffers on 2 CPUs, for a store
+// whose requests and replies are a session's events, most a few KiB. A
+// longer reply (a long conversation's events) takes a few more reads.
+const ConnBufferSize = 16 << 10
+
+// connBuffers sets each buffer size left at zero to ConnBufferSize.
+func connBuffers(sizes ...*int) {
+	for _, p := range sizes {
+		if *p == 0 {
+			*p = ConnBufferSize
+		}
 	}
 }
 
