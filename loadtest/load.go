@@ -146,9 +146,26 @@ func newClient() *Client {
 // fails on an error frame or a stream without [DONE].
 func (c *Client) call(ctx context.Context, url string, body []byte, session string, stream bool) (time.Duration, error) {
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	resp, err := c.post(ctx, url, body, session)
 	if err != nil {
 		return 0, err
+	}
+	defer resp.Body.Close()
+	if !stream {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return 0, err
+	}
+	var ttft time.Duration
+	err = readStream(resp.Body, func() { ttft = time.Since(start) })
+	return ttft, err
+}
+
+// post sends one chat completion on session (empty: none) and returns the
+// response of a 200; other statuses are errors.
+func (c *Client) post(ctx context.Context, url string, body []byte, session string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if session != "" {
@@ -156,40 +173,42 @@ func (c *Client) call(ctx context.Context, url string, body []byte, session stri
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
-	if !stream {
-		_, err := io.Copy(io.Discard, resp.Body)
-		return 0, err
-	}
-	var ttft time.Duration
-	sc := bufio.NewScanner(resp.Body)
+	return resp, nil
+}
+
+// readStream reads an SSE chat completion to its [DONE], by lines (a proxy
+// may pass an event on in pieces), and calls firstContent at the first
+// non-empty content delta. An error frame, or an end without [DONE], is an
+// error.
+func readStream(r io.Reader, firstContent func()) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	seen := false
 	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("data: ")) {
-			continue
-		}
-		data := line[6:]
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
 		switch {
+		case !ok:
 		case bytes.Equal(data, []byte("[DONE]")):
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return ttft, nil
+			_, _ = io.Copy(io.Discard, r)
+			return nil
 		case bytes.HasPrefix(data, []byte(`{"error"`)):
-			return 0, fmt.Errorf("error frame: %s", data)
-		case ttft == 0 && hasContent(data):
-			ttft = time.Since(start)
+			return fmt.Errorf("error frame: %s", data)
+		case !seen && hasContent(data):
+			seen = true
+			firstContent()
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return err
 	}
-	return 0, errors.New("stream ended without [DONE]")
+	return errors.New("stream ended without [DONE]")
 }
 
 var contentKey = []byte(`"content":"`)

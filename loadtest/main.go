@@ -19,14 +19,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -420,42 +417,12 @@ func holdStreams(ctx context.Context, c *Client, gw *Child, up *Upstream, n int,
 // holdOne streams from the "hold" model; firstContent runs at the first
 // content delta.
 func (c *Client) holdOne(ctx context.Context, base, session string, firstContent func()) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions",
-		strings.NewReader(string(userBody("hold", true))))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if session != "" {
-		req.Header.Set("X-Session-Id", session)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.post(ctx, base+"/v1/chat/completions", userBody("hold", true), session)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	// By lines: a proxy may pass an event on in pieces.
-	sc := bufio.NewScanner(resp.Body)
-	seen := false
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		switch {
-		case !ok:
-		case string(data) == "[DONE]":
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return nil
-		case !seen && hasContent(data):
-			seen = true
-			firstContent()
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return errors.New("held stream ended without [DONE]")
+	return readStream(resp.Body, firstContent)
 }
 
 // machine describes where the figures come from.
