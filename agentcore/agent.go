@@ -16,7 +16,6 @@ import (
 	"context"
 	"iter"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,12 +198,6 @@ func (l *liveSession) get(key string) (any, bool) {
 	defer l.mu.RUnlock()
 	v, ok := l.sess.State[key]
 	return v, ok
-}
-
-func (l *liveSession) state() map[string]any {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return maps.Clone(l.sess.State)
 }
 
 // ID is the invocation id, shared by every event of the turn.

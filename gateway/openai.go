@@ -123,12 +123,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	noteModel(c, a.ID)
+	tools := toolMessagesOf(req.Messages)
 	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req, conv)
 	if err != nil {
-		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
+		writeOpenAIError(c, chatError(tools, err))
 		return
 	}
 	defer turn.release()
+	turn.toolMessages = tools
 	if turn.stored {
 		annotate(c, slog.String("session_id", turn.sessionID))
 	}
@@ -251,7 +253,6 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	}
 	rr.SessionID = turn.sessionID
 	turn.req = rr
-	turn.toolMessages = toolMessagesOf(req.Messages)
 	return turn, nil
 }
 

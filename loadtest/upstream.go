@@ -37,7 +37,6 @@ type Upstream struct {
 	cfg   UpstreamConfig
 	srv   *http.Server
 	ln    net.Listener
-	calls atomic.Int64
 
 	holdMu  sync.Mutex
 	release chan struct{}
@@ -68,9 +67,6 @@ func StartUpstream(cfg UpstreamConfig) (*Upstream, error) {
 // BaseURL is the API root ("http://127.0.0.1:port/v1").
 func (u *Upstream) BaseURL() string { return "http://" + u.ln.Addr().String() + "/v1" }
 
-// Calls counts the chat completions served.
-func (u *Upstream) Calls() int64 { return u.calls.Load() }
-
 // Release ends every held stream and starts holding anew.
 func (u *Upstream) Release() {
 	u.holdMu.Lock()
@@ -97,7 +93,6 @@ type upstreamRequest struct {
 var callSeq atomic.Int64
 
 func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
-	u.calls.Add(1)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return
