@@ -34,9 +34,9 @@ type UpstreamConfig struct {
 //
 // It listens on loopback only.
 type Upstream struct {
-	cfg   UpstreamConfig
-	srv   *http.Server
-	ln    net.Listener
+	cfg UpstreamConfig
+	srv *http.Server
+	ln  net.Listener
 
 	holdMu  sync.Mutex
 	release chan struct{}
