@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
 // Defaults for the zero values of Config.
@@ -139,7 +140,7 @@ func New(cfg Config) (*Provider, error) {
 	for k, v := range cfg.Headers {
 		header.Set(k, v)
 	}
-	up.header = headerCopier(header)
+	up.header = wire.HeaderCopier(header)
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}, nil
 }
 
@@ -224,26 +225,6 @@ func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Respon
 		if err := c.p.up.wait(ctx, delay); err != nil {
 			return nil, err
 		}
-	}
-}
-
-// headerCopier returns a function that makes a new copy of h, one value a
-// name, with Accept added: a map and one slice that holds every value.
-func headerCopier(h http.Header) func(accept string) http.Header {
-	h = h.Clone()
-	h.Del("Accept")
-	return func(accept string) http.Header {
-		out := make(http.Header, len(h)+1)
-		values := make([]string, len(h)+1)
-		i := 0
-		for k, v := range h {
-			values[i] = v[0]
-			out[k] = values[i : i+1 : i+1] // an append to one copies
-			i++
-		}
-		values[i] = accept
-		out["Accept"] = values[i:]
-		return out
 	}
 }
 
