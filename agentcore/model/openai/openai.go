@@ -20,11 +20,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -232,36 +230,14 @@ func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Respon
 // body read and closed); resp is returned with it for its headers.
 func (c *call) attempt(ctx context.Context, body []byte, accept string) (*http.Response, error) {
 	up := c.p.up
-	actx, cancel := context.WithTimeout(ctx, up.timeout)
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, up.url, bytes.NewReader(body))
+	resp, err := wire.Post(ctx, up.client, up.url, up.header(accept), body, up.timeout)
 	if err != nil {
-		cancel()
-		return nil, err
-	}
-	req.Header = up.header(accept)
-	resp, err := up.client.Do(req)
-	if err != nil {
-		cancel()
 		return nil, err
 	}
 	if resp.StatusCode >= 400 {
-		defer cancel()
 		return resp, readAPIError(resp)
 	}
-	resp.Body = &attemptBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
-}
-
-// attemptBody ends its attempt's timeout when closed.
-type attemptBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *attemptBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Response, error) bool) {
