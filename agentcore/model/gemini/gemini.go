@@ -331,12 +331,17 @@ func (c *call) retry(ctx context.Context, err error, attempt int) bool {
 
 // outgoing returns contents ready to send: function calls and responses
 // keep their ids, except the "adk-" ids the runtime generated itself, which
-// Gemini never issued (ADK strips them the same way). contents is not
-// modified.
+// Gemini never issued (ADK strips them the same way); nil contents and parts
+// are left out. contents is not modified: a content that needs a change is
+// copied, the others are sent as they are.
 func outgoing(contents []*genai.Content) []*genai.Content {
 	out := make([]*genai.Content, 0, len(contents))
 	for _, c := range contents {
 		if c == nil {
+			continue
+		}
+		if !needsCopy(c) {
+			out = append(out, c)
 			continue
 		}
 		cp := *c
@@ -346,11 +351,11 @@ func outgoing(contents []*genai.Content) []*genai.Content {
 				continue
 			}
 			switch {
-			case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, generatedIDPrefix):
+			case generatedCall(p):
 				pc, fc := *p, *p.FunctionCall
 				fc.ID, pc.FunctionCall = "", &fc
 				p = &pc
-			case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, generatedIDPrefix):
+			case generatedResponse(p):
 				pc, fr := *p, *p.FunctionResponse
 				fr.ID, pc.FunctionResponse = "", &fr
 				p = &pc
@@ -360,4 +365,22 @@ func outgoing(contents []*genai.Content) []*genai.Content {
 		out = append(out, &cp)
 	}
 	return out
+}
+
+// needsCopy reports whether c has a nil part or a generated id to leave out.
+func needsCopy(c *genai.Content) bool {
+	for _, p := range c.Parts {
+		if p == nil || generatedCall(p) || generatedResponse(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func generatedCall(p *genai.Part) bool {
+	return p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, generatedIDPrefix)
+}
+
+func generatedResponse(p *genai.Part) bool {
+	return p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, generatedIDPrefix)
 }
