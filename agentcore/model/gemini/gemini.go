@@ -241,12 +241,16 @@ type call struct {
 }
 
 // post sends the call's body once to url. A status of 300 or more is an
-// *apiError (the body read and closed); ctx's deadline, if sooner than the
-// provider's timeout, is what the upstream is told to keep to.
+// *apiError (the body read and closed). The upstream is told to keep to
+// the soonest of the provider's timeout, the HTTP client's and ctx's
+// deadline, as genai tells it.
 func (c *call) post(ctx context.Context, url, accept string) (*http.Response, error) {
 	up := c.p.up
 	header := up.header(accept)
 	timeout := up.timeout
+	if t := up.client.Timeout; t > 0 {
+		timeout = min(timeout, t)
+	}
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}

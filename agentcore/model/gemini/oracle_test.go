@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
@@ -452,4 +453,30 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Errorf("decodeChunk failed where genai did not: %v", err)
 		}
 	})
+}
+
+// TestServerTimeout: the upstream is told the soonest deadline of the
+// provider's timeout and the caller's context, as genai tells it.
+func TestServerTimeout(t *testing.T) {
+	up := providertest.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, okChunk) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, err := range oracleClient(t, up).Models.GenerateContentStream(ctx, "gemini-test", nil, oracleConfig(nil)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := providertest.Run(t, ctx, provider(t, up, Config{}).Model("gemini-test"), &model.Request{}, true); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res := providertest.Run(t, context.Background(), provider(t, up, Config{Timeout: 90 * time.Second}).Model("gemini-test"), &model.Request{}, true); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	var got []string
+	for _, r := range up.Requests() {
+		got = append(got, r.Header.Get("X-Server-Timeout"))
+	}
+	if diff := cmp.Diff([]string{"30", "30", "90"}, got); diff != "" {
+		t.Errorf("x-server-timeout of genai, the provider under a 30s context, the provider with a 90s timeout (-want +got):\n%s", diff)
+	}
 }
