@@ -2,15 +2,15 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
-
-	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
 )
@@ -25,11 +25,11 @@ var (
 
 // failure turns what went wrong into the error to return: ctx's own error
 // when the caller gave up, else a *model.Error free of credentials.
-func (c *call) failure(ctx context.Context, err error, last *lastResponse, started bool) error {
+func (c *call) failure(ctx context.Context, err error, started bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	e := classify(err, last, started)
+	e := classify(err, started)
 	e.Provider, e.Model = c.p.name, c.id
 	e.Message = c.p.keys.Redact(e.Message)
 	if e.Err != nil {
@@ -38,30 +38,76 @@ func (c *call) failure(ctx context.Context, err error, last *lastResponse, start
 	return e
 }
 
-// classify maps an error from genai to a model.Error without Provider and
-// Model. last holds the status and headers of the failed HTTP answer, when
-// there was one (genai's APIError keeps neither the headers nor, for
-// errors inside a stream, a reliable status).
-func classify(err error, last *lastResponse, started bool) *model.Error {
-	var apiErr genai.APIError
-	status, header := last.get()
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// apiError is an error from the upstream: an answer with a status of 300
+// or more (header is its headers), or an error event inside a stream
+// (status is then the envelope's code, header nil). The fields are those
+// of Google's error envelope, {"error": {"code", "message", "status",
+// "details"}}.
+type apiError struct {
+	status  int
+	header  http.Header
+	message string
+	details []map[string]any
+}
+
+func (e *apiError) Error() string {
+	if e.message == "" {
+		return fmt.Sprintf("upstream answered %d", e.status)
+	}
+	return fmt.Sprintf("upstream answered %d: %s", e.status, e.message)
+}
+
+// wireError is Google's error envelope's "error" member.
+type wireError struct {
+	Code    int              `json:"code"`
+	Message string           `json:"message"`
+	Status  string           `json:"status"`
+	Details []map[string]any `json:"details"`
+}
+
+// readAPIError reads and closes an error answer's body. A body that is no
+// error envelope (an HTML page from a proxy, say) is the message itself,
+// as genai took it.
+func readAPIError(resp *http.Response) *apiError {
+	defer resp.Body.Close()
+	e := &apiError{status: resp.StatusCode, header: resp.Header}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var env struct {
+		Error *wireError `json:"error"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.Error != nil {
+		e.message, e.details = env.Error.Message, env.Error.Details
+	} else {
+		e.message = string(data)
+	}
+	return e
+}
+
+// streamError is the error of an error event inside a stream.
+func streamError(w *wireError) *apiError {
+	return &apiError{status: w.Code, message: w.Message, details: w.Details}
+}
+
+// classify maps an error of an attempt or of reading its answer to a
+// model.Error without Provider and Model.
+func classify(err error, started bool) *model.Error {
+	var apiErr *apiError
 	switch {
 	case errors.As(err, &apiErr):
-		// The HTTP status wins; an error event inside a 200 stream has only
-		// the code in its body.
-		if status == 0 {
-			status = apiErr.Code
-		}
+		status := apiErr.status
 		if status == 0 {
 			status = http.StatusInternalServerError
 		}
-		e := model.HTTPError(status, header)
-		e.Message = apiErr.Message
+		e := model.HTTPError(status, apiErr.header)
+		e.Message = apiErr.message
 		if e.Message == "" {
 			e.Message = http.StatusText(status)
 		}
 		if e.RetryAfter == 0 {
-			e.RetryAfter = retryInfo(apiErr.Details)
+			e.RetryAfter = retryInfo(apiErr.details)
 		}
 		return e
 	case errors.Is(err, context.DeadlineExceeded):
@@ -94,58 +140,4 @@ func retryInfo(details []map[string]any) time.Duration {
 		}
 	}
 	return 0
-}
-
-// lastResponse holds the status and headers of the last non-2xx answer of
-// one attempt.
-type lastResponse struct {
-	mu     sync.Mutex
-	status int
-	header http.Header
-}
-
-func (l *lastResponse) get() (int, http.Header) {
-	if l == nil {
-		return 0, nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.status, l.header
-}
-
-type lastResponseKey struct{}
-
-// withRecorder returns a context under which the provider's transport
-// records failed answers into the returned lastResponse.
-func withRecorder(ctx context.Context) (context.Context, *lastResponse) {
-	l := &lastResponse{}
-	return context.WithValue(ctx, lastResponseKey{}, l), l
-}
-
-// recorder is the provider's HTTP transport: it passes requests on and
-// notes the status and headers of non-2xx answers for classify.
-type recorder struct{ next http.RoundTripper }
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	next := r.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	resp, err := next.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 300 {
-		if l, ok := req.Context().Value(lastResponseKey{}).(*lastResponse); ok {
-			l.mu.Lock()
-			l.status, l.header = resp.StatusCode, resp.Header.Clone()
-			l.mu.Unlock()
-		}
-	}
-	return resp, err
-}
-
-// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
-// wrapped transport.
-func (r *recorder) CloseIdleConnections() {
-	if c, ok := r.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }

@@ -1,26 +1,41 @@
-// Package gemini is the model provider for Google's Gemini API. It is the
-// only package that creates a google.golang.org/genai Client.
+// Package gemini is the model provider for Google's Gemini API
+// (generateContent and streamGenerateContent).
 //
-// Requests go out as they are: the runtime's contents and config are genai
-// types already. A Provider is built once from config and is safe for
-// concurrent use. Nothing here reads the environment (genai would read
-// GOOGLE_API_KEY, GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL by itself);
-// every setting is passed explicitly.
+// It speaks the REST API itself, over net/http: the runtime's contents and
+// config are genai types already, and genai's types encode to exactly the
+// Gemini wire, so a request is one encoding/json pass over a small struct
+// that holds them (request.go) and an answer decodes into genai types
+// directly (response.go). genai's client went through a reflection round
+// trip on both sides (typed values to JSON, to maps, converted, to JSON
+// again; answers from JSON to maps to JSON to types), a third of a
+// transfer turn's CPU and two thirds of a long session's; it remains in the
+// tests as the oracle. Its contract is kept: explicit config only, retries
+// before any output with backoff that honours Retry-After and RetryInfo,
+// errors from Google's error envelope.
+//
+// A Provider is built once from config and is safe for concurrent use.
+// Nothing here reads the environment (genai would read GOOGLE_API_KEY,
+// GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL by itself); every setting is
+// passed explicitly.
 package gemini
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
 // Defaults for the zero values of Config.
@@ -55,16 +70,36 @@ type Config struct {
 	Headers map[string]string
 }
 
+// apiVersion is the Gemini API version requests go to (genai's default
+// for the Gemini API).
+const apiVersion = "v1beta"
+
+// userAgent names the gateway to upstreams.
+const userAgent = "agentgate"
+
 // Provider creates the models of one configured Gemini API endpoint.
 type Provider struct {
-	name    string
-	client  sealedClient
-	retries int
-	// keys is a pointer so that printing a Provider shows an address, not
-	// the credentials.
+	name string
+	// up and keys are pointers so that printing a Provider shows addresses,
+	// not the credentials.
+	up   *endpoint
 	keys *model.Redactor
 	// wait sleeps between retries; tests replace it.
 	wait func(ctx context.Context, d time.Duration) error
+}
+
+// endpoint is where and how a provider's requests go.
+type endpoint struct {
+	// models is the URL every model's path is appended to:
+	// <base>/v1beta/.
+	models string
+	// header returns a new copy of every request's headers, with Accept
+	// set to accept; they hold the credentials, so they are kept in a
+	// closure, which prints as an address.
+	header  func(accept string) http.Header
+	client  *http.Client
+	timeout time.Duration
+	retries int
 }
 
 // New validates cfg and returns the provider.
@@ -87,43 +122,28 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("gemini provider %q: timeout must not be negative", cfg.Name)
 	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	up := &endpoint{models: u.JoinPath(apiVersion).String() + "/", client: cfg.HTTPClient, timeout: cfg.Timeout, retries: cfg.MaxRetries}
+	if up.timeout == 0 {
+		up.timeout = DefaultTimeout
 	}
-	retries := cfg.MaxRetries
 	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
+	case up.retries == 0:
+		up.retries = DefaultMaxRetries
+	case up.retries < 0:
+		up.retries = 0
 	}
-	client := http.Client{Transport: model.NewTransport()}
-	if cfg.HTTPClient != nil {
-		client = *cfg.HTTPClient
+	if up.client == nil {
+		up.client = &http.Client{Transport: model.NewTransport()}
 	}
-	client.Transport = &recorder{next: client.Transport}
-
-	keys := model.NewRedactor(cfg.APIKey, cfg.Headers)
-	headers := http.Header{}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("User-Agent", userAgent)
+	header.Set("X-Goog-Api-Key", cfg.APIKey.Reveal())
 	for k, v := range cfg.Headers {
-		headers.Set(k, v)
+		header.Set(k, v)
 	}
-	gc, err := genai.NewClient(context.Background(), &genai.ClientConfig{
-		APIKey:     cfg.APIKey.Reveal(),
-		Backend:    genai.BackendGeminiAPI,
-		HTTPClient: &client,
-		HTTPOptions: genai.HTTPOptions{
-			BaseURL: base,
-			Headers: headers,
-			Timeout: &timeout,
-		},
-	})
-	if err != nil {
-		// genai's messages print its whole config, key included.
-		return nil, fmt.Errorf("gemini provider %q: %s", cfg.Name, keys.Redact(err.Error()))
-	}
-	return &Provider{name: cfg.Name, client: sealedClient{get: func() *genai.Client { return gc }}, retries: retries, keys: keys, wait: model.Sleep}, nil
+	up.header = wire.HeaderCopier(header)
+	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers), wait: model.Sleep}, nil
 }
 
 // Name returns the provider's name from config.
@@ -133,16 +153,40 @@ func (p *Provider) Name() string { return p.name }
 func (p *Provider) String() string { return fmt.Sprintf("gemini provider %q", p.name) }
 
 // Model returns the model with the given id at this provider (for example
-// "gemini-2.5-flash"). The model is cheap, stateless and safe for
-// concurrent use.
-func (p *Provider) Model(id string) model.LLM { return &llm{p: p, id: id} }
+// "gemini-2.5-flash", or a full "models/..." or "tunedModels/..." name).
+// The model is cheap, stateless and safe for concurrent use.
+func (p *Provider) Model(id string) model.LLM {
+	m := &llm{p: p, id: id}
+	m.urls, m.urlErr = p.up.urls(id)
+	return m
+}
 
 type llm struct {
 	p  *Provider
 	id string
+	// urls are id's generateContent and streamGenerateContent URLs, or
+	// urlErr why id names no model.
+	urls   modelURLs
+	urlErr error
 }
 
 var _ model.LLM = (*llm)(nil)
+
+// modelURLs are one model's two endpoints.
+type modelURLs struct{ complete, stream string }
+
+// urls returns the URLs of the model id: "models/<id>" unless id names its
+// collection ("models/" or "tunedModels/"), as genai resolves it.
+func (e *endpoint) urls(id string) (modelURLs, error) {
+	if id == "" || strings.ContainsAny(id, "?&#") || strings.Contains(id, "..") {
+		return modelURLs{}, fmt.Errorf("%q is not a model name", id)
+	}
+	if !strings.HasPrefix(id, "models/") && !strings.HasPrefix(id, "tunedModels/") {
+		id = "models/" + id
+	}
+	path := e.models + (&url.URL{Path: id}).EscapedPath()
+	return modelURLs{complete: path + ":generateContent", stream: path + ":streamGenerateContent?alt=sse"}, nil
+}
 
 // Name returns the model id at the provider.
 func (m *llm) Name() string { return m.id }
@@ -152,12 +196,20 @@ func (m *llm) Name() string { return m.id }
 // created with.
 func (m *llm) GenerateContent(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
 	return func(yield func(*model.Response, error) bool) {
-		c := &call{p: m.p, id: m.id, contents: outgoing(req.Contents), config: outgoingConfig(req.Config)}
-		if req.Model != "" {
+		c := &call{p: m.p, id: m.id, urls: m.urls}
+		err := m.urlErr
+		if req.Model != "" && req.Model != m.id {
 			c.id = req.Model
+			c.urls, err = m.p.up.urls(req.Model)
+		}
+		if err == nil {
+			c.body, err = encodeRequest(req)
+		}
+		if err != nil {
+			yield(nil, &model.Error{Provider: m.p.name, Model: c.id, Code: "unsupported", Message: m.p.keys.Redact(err.Error()), Err: err})
+			return
 		}
 		for attempt := 0; ; attempt++ {
-			var err error
 			var yielded bool
 			if stream {
 				yielded, err = c.stream(ctx, yield)
@@ -181,24 +233,57 @@ func (m *llm) GenerateContent(ctx context.Context, req *model.Request, stream bo
 
 // call is one model call, possibly over several attempts.
 type call struct {
-	p        *Provider
-	id       string
-	contents []*genai.Content
-	config   *genai.GenerateContentConfig
+	p    *Provider
+	id   string
+	urls modelURLs
+	// body is the request, encoded once for every attempt.
+	body []byte
+}
+
+// post sends the call's body once to url. A status of 300 or more is an
+// *apiError (the body read and closed). The upstream is told to keep to
+// the soonest of the provider's timeout, the HTTP client's and ctx's
+// deadline, as genai tells it.
+func (c *call) post(ctx context.Context, url, accept string) (*http.Response, error) {
+	up := c.p.up
+	header := up.header(accept)
+	timeout := up.timeout
+	if t := up.client.Timeout; t > 0 {
+		timeout = min(timeout, t)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if timeout > 0 {
+		// What genai sends: the server stops working on the request when
+		// the client would stop waiting for it.
+		header["X-Server-Timeout"] = []string{strconv.FormatInt(int64(math.Ceil(timeout.Seconds())), 10)}
+	}
+	resp, err := wire.Post(ctx, up.client, url, header, c.body, up.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		return nil, readAPIError(resp)
+	}
+	return resp, nil
 }
 
 // complete makes one non-streamed attempt; it yields the response or
 // returns the error.
 func (c *call) complete(ctx context.Context, yield func(*model.Response, error) bool) error {
-	ctx, last := withRecorder(ctx)
-	resp, err := c.p.client.get().Models.GenerateContent(ctx, c.id, c.contents, c.config)
+	resp, err := c.post(ctx, c.urls.complete, "application/json")
 	if err != nil {
-		return c.failure(ctx, err, last, false)
+		return c.failure(ctx, err, false)
+	}
+	w, err := readResponse(resp)
+	if err != nil {
+		return c.failure(ctx, err, false)
 	}
 	var st streamState
-	st.add(resp)
-	if !st.finished() && len(resp.Candidates) == 0 {
-		return c.failure(ctx, errNoCandidates, last, false)
+	st.add(w)
+	if !st.finished() && len(w.Candidates) == 0 {
+		return c.failure(ctx, errNoCandidates, false)
 	}
 	yield(st.final(), nil)
 	return nil
@@ -208,13 +293,26 @@ func (c *call) complete(ctx context.Context, yield func(*model.Response, error) 
 // response, or returns the error (which the caller yields or retries) and
 // whether any partial went out.
 func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bool) (yielded bool, err error) {
-	ctx, last := withRecorder(ctx)
+	resp, err := c.post(ctx, c.urls.stream, "text/event-stream")
+	if err != nil {
+		return false, c.failure(ctx, err, false)
+	}
+	defer resp.Body.Close()
+	sse := wire.NewSSEReader(resp.Body)
 	var st streamState
-	for resp, err := range c.p.client.get().Models.GenerateContentStream(ctx, c.id, c.contents, c.config) {
+	for {
+		data, err := sse.Next()
 		if err != nil {
-			return yielded, c.failure(ctx, err, last, st.produced)
+			if err == io.EOF {
+				break
+			}
+			return yielded, c.failure(ctx, err, st.produced)
 		}
-		if r := st.add(resp); r != nil {
+		w, err := decodeChunk(data)
+		if err != nil {
+			return yielded, c.failure(ctx, err, st.produced)
+		}
+		if r := st.add(w); r != nil {
 			yielded = true
 			if !yield(r, nil) {
 				return true, nil
@@ -222,7 +320,7 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 		}
 	}
 	if !st.finished() {
-		return yielded, c.failure(ctx, errStreamCut, last, true)
+		return yielded, c.failure(ctx, errStreamCut, true)
 	}
 	yield(st.final(), nil)
 	return yielded, nil
@@ -231,18 +329,23 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 // retry reports whether attempt (0-based) may be followed by another one
 // (model.RetryDelay), after waiting.
 func (c *call) retry(ctx context.Context, err error, attempt int) bool {
-	delay, ok := model.RetryDelay(err, attempt, c.p.retries)
+	delay, ok := model.RetryDelay(err, attempt, c.p.up.retries)
 	return ok && c.p.wait(ctx, delay) == nil
 }
 
 // outgoing returns contents ready to send: function calls and responses
 // keep their ids, except the "adk-" ids the runtime generated itself, which
-// Gemini never issued (ADK strips them the same way). contents is not
-// modified.
+// Gemini never issued (ADK strips them the same way); nil contents and parts
+// are left out. contents is not modified: a content that needs a change is
+// copied, the others are sent as they are.
 func outgoing(contents []*genai.Content) []*genai.Content {
 	out := make([]*genai.Content, 0, len(contents))
 	for _, c := range contents {
 		if c == nil {
+			continue
+		}
+		if !needsCopy(c) {
+			out = append(out, c)
 			continue
 		}
 		cp := *c
@@ -252,11 +355,11 @@ func outgoing(contents []*genai.Content) []*genai.Content {
 				continue
 			}
 			switch {
-			case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, generatedIDPrefix):
+			case generatedCall(p):
 				pc, fc := *p, *p.FunctionCall
 				fc.ID, pc.FunctionCall = "", &fc
 				p = &pc
-			case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, generatedIDPrefix):
+			case generatedResponse(p):
 				pc, fr := *p, *p.FunctionResponse
 				fr.ID, pc.FunctionResponse = "", &fr
 				p = &pc
@@ -268,26 +371,20 @@ func outgoing(contents []*genai.Content) []*genai.Content {
 	return out
 }
 
-// outgoingConfig copies cfg for genai, which writes into the config it is
-// given. HTTP settings come from the provider alone, and genai's automatic
-// continuation is off: a stream that breaks is an error here, never resumed
-// behind the caller's back.
-func outgoingConfig(cfg *genai.GenerateContentConfig) *genai.GenerateContentConfig {
-	var out genai.GenerateContentConfig
-	if cfg != nil {
-		out = *cfg
+// needsCopy reports whether c has a nil part or a generated id to leave out.
+func needsCopy(c *genai.Content) bool {
+	for _, p := range c.Parts {
+		if p == nil || generatedCall(p) || generatedResponse(p) {
+			return true
+		}
 	}
-	if out.SystemInstruction != nil {
-		si := *out.SystemInstruction
-		out.SystemInstruction = &si
-	}
-	out.HTTPOptions = nil
-	off := false
-	out.AutomaticContinuation = &off
-	return &out
+	return false
 }
 
-// sealedClient holds the genai client, whose config carries the API key,
-// behind a function, so that printing a Provider (even dereferenced, with
-// any verb) shows an address, never the key.
-type sealedClient struct{ get func() *genai.Client }
+func generatedCall(p *genai.Part) bool {
+	return p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, generatedIDPrefix)
+}
+
+func generatedResponse(p *genai.Part) bool {
+	return p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, generatedIDPrefix)
+}

@@ -1,11 +1,60 @@
 package gemini
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
 	"github.com/google/uuid"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
 )
+
+// wireResponse is a GenerateContentResponse (a whole answer, or one chunk
+// of a stream), decoded straight into the genai types the runtime keeps,
+// with only the members the provider reads: the first candidate's
+// content, finish reason and message, the usage, the prompt feedback and
+// the model version (grounding, citation and safety details are skipped).
+// Error is set on an error event inside a stream.
+type wireResponse struct {
+	Candidates     []wireCandidate                              `json:"candidates"`
+	PromptFeedback *genai.GenerateContentResponsePromptFeedback `json:"promptFeedback"`
+	UsageMetadata  *genai.GenerateContentResponseUsageMetadata  `json:"usageMetadata"`
+	ModelVersion   string                                       `json:"modelVersion"`
+	Error          *wireError                                   `json:"error"`
+}
+
+// wireCandidate is a candidate of a wireResponse.
+type wireCandidate struct {
+	Content       *genai.Content     `json:"content"`
+	FinishReason  genai.FinishReason `json:"finishReason"`
+	FinishMessage string             `json:"finishMessage"`
+}
+
+// decodeChunk decodes one answer or stream chunk; an error event is an
+// *apiError.
+func decodeChunk(data []byte) (*wireResponse, error) {
+	w := new(wireResponse)
+	if err := json.Unmarshal(data, w); err != nil {
+		return nil, fmt.Errorf("decoding the answer: %w", err)
+	}
+	if w.Error != nil {
+		return nil, streamError(w.Error)
+	}
+	return w, nil
+}
+
+// readResponse reads, closes and decodes a non-streamed answer.
+func readResponse(resp *http.Response) (*wireResponse, error) {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return decodeChunk(data)
+}
 
 // generatedIDPrefix marks function-call ids made here (and by ADK) for calls
 // Gemini sent without one.
@@ -27,7 +76,7 @@ type streamState struct {
 
 // add folds one chunk in and returns the partial response to yield when the
 // chunk carried text.
-func (s *streamState) add(resp *genai.GenerateContentResponse) *model.Response {
+func (s *streamState) add(resp *wireResponse) *model.Response {
 	if resp == nil {
 		return nil
 	}
@@ -41,10 +90,10 @@ func (s *streamState) add(resp *genai.GenerateContentResponse) *model.Response {
 	if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
 		s.blocked = pf
 	}
-	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+	if len(resp.Candidates) == 0 {
 		return nil
 	}
-	cand := resp.Candidates[0]
+	cand := &resp.Candidates[0]
 	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
 		s.finish, s.finishMessage = cand.FinishReason, cand.FinishMessage
 	}

@@ -20,11 +20,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -32,6 +30,7 @@ import (
 	"time"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
 // Defaults for the zero values of Config.
@@ -139,7 +138,7 @@ func New(cfg Config) (*Provider, error) {
 	for k, v := range cfg.Headers {
 		header.Set(k, v)
 	}
-	up.header = headerCopier(header)
+	up.header = wire.HeaderCopier(header)
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}, nil
 }
 
@@ -227,60 +226,18 @@ func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Respon
 	}
 }
 
-// headerCopier returns a function that makes a new copy of h, one value a
-// name, with Accept added: a map and one slice that holds every value.
-func headerCopier(h http.Header) func(accept string) http.Header {
-	h = h.Clone()
-	h.Del("Accept")
-	return func(accept string) http.Header {
-		out := make(http.Header, len(h)+1)
-		values := make([]string, len(h)+1)
-		i := 0
-		for k, v := range h {
-			values[i] = v[0]
-			out[k] = values[i : i+1 : i+1] // an append to one copies
-			i++
-		}
-		values[i] = accept
-		out["Accept"] = values[i:]
-		return out
-	}
-}
-
 // attempt sends body once. A status of 400 or more is an *apiError (the
 // body read and closed); resp is returned with it for its headers.
 func (c *call) attempt(ctx context.Context, body []byte, accept string) (*http.Response, error) {
 	up := c.p.up
-	actx, cancel := context.WithTimeout(ctx, up.timeout)
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, up.url, bytes.NewReader(body))
+	resp, err := wire.Post(ctx, up.client, up.url, up.header(accept), body, up.timeout)
 	if err != nil {
-		cancel()
-		return nil, err
-	}
-	req.Header = up.header(accept)
-	resp, err := up.client.Do(req)
-	if err != nil {
-		cancel()
 		return nil, err
 	}
 	if resp.StatusCode >= 400 {
-		defer cancel()
 		return resp, readAPIError(resp)
 	}
-	resp.Body = &attemptBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
-}
-
-// attemptBody ends its attempt's timeout when closed.
-type attemptBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *attemptBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Response, error) bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/model/internal/providertest"
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
 const okCompletion = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-0125",
@@ -256,7 +257,7 @@ func TestHeaderCopies(t *testing.T) {
 	base.Set("Content-Type", "application/json")
 	base.Set("X-Configured", "yes")
 	base.Set("Accept", "text/plain")
-	copier := headerCopier(base)
+	copier := wire.HeaderCopier(base)
 	want := http.Header{"Content-Type": {"application/json"}, "X-Configured": {"yes"}, "Accept": {"text/event-stream"}}
 
 	first := copier("text/event-stream")

@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
 // The response side of chat completions, decoded by this package.
@@ -18,7 +20,7 @@ import (
 // map for every object) was about half of the gateway's CPU on a streamed
 // turn, and encoding/json's reflection still 15 %, so the structs are
 // filled by a decoder of their own (wire_decode.go) and the stream is
-// framed by sseReader (wire_sse.go). The json tags are the contract that
+// framed by wire.SSEReader. The json tags are the contract that
 // decoder follows (it is tested against encoding/json with them). The
 // structs are as lenient as openai-go's: a field of an unexpected type is
 // left empty instead of failing the call (see decodeBody), and unknown
@@ -135,14 +137,14 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// chunkStream reads a streamed answer: sseReader (wire_sse.go) frames the
+// chunkStream reads a streamed answer: wire.SSEReader frames the
 // events and each event's data is decoded here, with the rules of
 // openai-go's ssestream.Stream: "[DONE]" ends the stream, an event with an
 // "error" member ends it with a *ssestream.StreamError. cur is valid until
 // the next call of next.
 type chunkStream struct {
 	body io.Closer
-	sse  *sseReader
+	sse  *wire.SSEReader
 	dec  decoder
 	cur  wireCompletion
 	err  error
@@ -152,7 +154,7 @@ func newChunkStream(resp *http.Response) *chunkStream {
 	if resp == nil || resp.Body == nil {
 		return &chunkStream{}
 	}
-	return &chunkStream{body: resp.Body, sse: newSSEReader(resp.Body)}
+	return &chunkStream{body: resp.Body, sse: wire.NewSSEReader(resp.Body)}
 }
 
 var doneData = []byte("[DONE]")
@@ -163,7 +165,7 @@ func (s *chunkStream) next() bool {
 	if s.err != nil || s.sse == nil {
 		return false
 	}
-	data, err := s.sse.next()
+	data, err := s.sse.Next()
 	if err != nil {
 		if err != io.EOF {
 			s.err = err
@@ -183,7 +185,7 @@ func (s *chunkStream) next() bool {
 		return false
 	}
 	if len(s.cur.Error) > 0 {
-		ev := ssestream.Event{Type: s.sse.event, Data: bytes.Clone(data)}
+		ev := ssestream.Event{Type: s.sse.Event(), Data: bytes.Clone(data)}
 		s.err = &ssestream.StreamError{Message: "received error while streaming: " + string(s.cur.Error), Event: ev}
 		return false
 	}

@@ -14,15 +14,16 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/model/internal/wire"
 )
 
-// readEvents reads every event of body with an sseReader; the error is nil
+// readEvents reads every event of body with a wire.SSEReader; the error is nil
 // at a clean end.
 func readEvents(r io.Reader) ([]string, error) {
-	s := newSSEReader(r)
+	s := wire.NewSSEReader(r)
 	var out []string
 	for {
-		data, err := s.next()
+		data, err := s.Next()
 		if err == io.EOF {
 			return out, nil
 		}
@@ -83,7 +84,7 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
-// oldEvents reads body with openai-go's decoder, the one sseReader
+// oldEvents reads body with openai-go's decoder, the one wire.SSEReader
 // replaced, its data without the final "\n" it kept.
 func oldEvents(body []byte) ([]string, error) {
 	dec := ssestream.NewDecoder(&http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))})
@@ -94,7 +95,7 @@ func oldEvents(body []byte) ([]string, error) {
 	return out, dec.Err()
 }
 
-// checkSSE compares sseReader with openai-go's decoder on a body with no
+// checkSSE compares wire.SSEReader with openai-go's decoder on a body with no
 // lone '\r' (openai-go's decoder took only "\n" and "\r\n" as line ends):
 // the same events, except that a body cut inside an event is an error
 // where openai-go dropped the event.

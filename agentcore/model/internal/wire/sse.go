@@ -1,4 +1,7 @@
-package openai
+// Package wire holds what the providers that speak their upstream's HTTP
+// API themselves (openai, gemini) share: an SSE reader and per-request
+// header copies.
+package wire
 
 import (
 	"bufio"
@@ -7,7 +10,7 @@ import (
 	"io"
 )
 
-// sseReader frames a text/event-stream body into events, reusing its
+// SSEReader frames a text/event-stream body into events, reusing its
 // buffers (openai-go's ssestream decoder allocated per event). The rules
 // are those of that decoder, as the HTML standard describes them:
 //
@@ -18,8 +21,9 @@ import (
 //     after the ':' is dropped;
 //   - the body ending inside an event (a data line not yet followed by an
 //     empty line) is an error wrapping io.ErrUnexpectedEOF, except when that
-//     data is "[DONE]": nothing of the answer is lost then.
-type sseReader struct {
+//     data is "[DONE]" (OpenAI's last event): nothing of the answer is lost
+//     then.
+type SSEReader struct {
 	r *bufio.Reader
 	// data is the current event's data, event its name.
 	data  []byte
@@ -35,19 +39,23 @@ type sseReader struct {
 // (its bufio.Scanner's limit).
 const maxEvent = 32 << 20
 
+// doneData is OpenAI's last event.
+var doneData = []byte("[DONE]")
+
 var errEventTooLong = fmt.Errorf("a server-sent event longer than %d MiB", maxEvent>>20)
 
-func newSSEReader(r io.Reader) *sseReader {
+// NewSSEReader returns a reader of the events of r.
+func NewSSEReader(r io.Reader) *SSEReader {
 	// 1 KiB holds a chunk's line (a few hundred bytes); longer lines go to
 	// s.long. The upstream connection under it reads 1 KiB at a time too
 	// (model.NewTransport), so a larger buffer here would only cost every
 	// open stream memory.
-	return &sseReader{r: bufio.NewReaderSize(r, 1<<10)}
+	return &SSEReader{r: bufio.NewReaderSize(r, 1<<10)}
 }
 
-// next returns the next event's data, valid until the next call; io.EOF
+// Next returns the next event's data, valid until the next call; io.EOF
 // at the end of the body.
-func (s *sseReader) next() ([]byte, error) {
+func (s *SSEReader) Next() ([]byte, error) {
 	s.data, s.event = s.data[:0], ""
 	hasData := false
 	for {
@@ -91,7 +99,7 @@ func (s *sseReader) next() ([]byte, error) {
 // line returns the next line without its end, valid until the next read.
 // At the end of the body it returns the last line if it had no line end
 // (with a nil error), then nil and io.EOF.
-func (s *sseReader) line() ([]byte, error) {
+func (s *SSEReader) line() ([]byte, error) {
 	if s.skipLF {
 		s.skipLF = false
 		if b, err := s.r.Peek(1); err == nil && b[0] == '\n' {
@@ -133,9 +141,12 @@ func (s *sseReader) line() ([]byte, error) {
 	}
 }
 
+// Event returns the name of the event Next returned last ("" for none).
+func (s *SSEReader) Event() string { return s.event }
+
 // peek returns what is buffered, reading when nothing is; the error only
 // with an empty buffer.
-func (s *sseReader) peek() ([]byte, error) {
+func (s *SSEReader) peek() ([]byte, error) {
 	if s.r.Buffered() == 0 {
 		if _, err := s.r.Peek(1); err != nil {
 			return nil, err
