@@ -175,6 +175,7 @@ type liveSession struct {
 	sess    *sessions.Session
 	batch   sessions.BatchAppender // nil: each event is stored as it is applied
 	pending []*sessions.Event
+	lease   sessions.Lease // the run lease a flush releases, if any
 }
 
 func newLiveSession(sess *sessions.Session, store sessions.Service) *liveSession {

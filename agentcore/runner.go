@@ -125,6 +125,11 @@ type RunRequest struct {
 	// runner uses it instead of reading it again, one store round trip
 	// less per turn. The runner updates it in place as it stores events.
 	Session *sessions.Session
+	// Lease, when set, is the caller's run lease on SessionID: the turn's
+	// final write releases it in the same step when the store can
+	// (sessions.ReleasingAppender). The caller still releases it once the
+	// run is over; that costs nothing when the write did.
+	Lease sessions.Lease
 }
 
 // Overrides are per-turn adjustments a client asked for.
@@ -197,7 +202,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	run := &Run{usage: &usageTotal{}}
 	t := &turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &atomic.Int64{}, usage: run.usage,
 		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run,
-		newInvID: req.InvocationID}
+		newInvID: req.InvocationID, lease: req.Lease}
 	run.events = func(yield func(*sessions.Event, error) bool) {
 		sess, err := r.session(ctx, &req)
 		if err != nil {
@@ -257,6 +262,9 @@ type turn struct {
 	secrets    *secretSet
 	// newInvID, when set, is the id of a new (not resumed) invocation.
 	newInvID string
+	// lease is the caller's run lease on the session, released with the
+	// turn's write (top-level turns only).
+	lease sessions.Lease
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
@@ -313,7 +321,9 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	if t.subLocks == nil {
 		t.subLocks = &sync.Map{}
 	}
-	sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: newLiveSession(sess, t.svc.sessions),
+	live := newLiveSession(sess, t.svc.sessions)
+	live.lease = t.lease
+	sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: live,
 		llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
 		overrides: t.overrides, subLocks: t.subLocks}
 	inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
@@ -376,7 +386,8 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 }
 
 // flush stores the events applied to the session since the last flush, in
-// one AppendEvents call. It runs even when ctx has ended: what the caller
+// one AppendEvents call (with the turn's lease to release, when there is
+// one and the store can). It runs even when ctx has ended: what the caller
 // has seen is stored.
 func (l *liveSession) flush(ctx context.Context) error {
 	l.mu.Lock()
@@ -389,7 +400,13 @@ func (l *liveSession) flush(ctx context.Context) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := l.batch.AppendEvents(context.WithoutCancel(ctx), scratch, evs); err != nil {
+	var err error
+	if ra, ok := l.batch.(sessions.ReleasingAppender); ok && l.lease != nil {
+		err = ra.AppendEventsRelease(context.WithoutCancel(ctx), scratch, evs, l.lease)
+	} else {
+		err = l.batch.AppendEvents(context.WithoutCancel(ctx), scratch, evs)
+	}
+	if err != nil {
 		return fmt.Errorf("storing the turn's events: %w", err)
 	}
 	return nil

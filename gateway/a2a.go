@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -301,14 +300,14 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 	if msg.TaskID == "" {
 		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: contextID, State: paramsState(params)}
 	}
-	sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: contextID}, create)
-	if release == nil {
+	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: contextID}, create)
+	if lease == nil {
 		return nil, err // not locked
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			release()
+			lease.Release()
 		}
 	}()
 	if errors.Is(err, sessions.ErrNotFound) && msg.TaskID != "" {
@@ -319,7 +318,7 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 	}
 	// The session read under the lock: the runner need not read it again.
 	req := agentcore.RunRequest{UserID: user, SessionID: contextID, Config: agentcore.RunConfig{Streaming: stream}, Params: params,
-		Session: sess}
+		Session: sess, Lease: lease}
 	taskID := msg.TaskID
 	if taskID != "" {
 		if prev != nil {
@@ -364,7 +363,7 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 	// The lock is let go once the run is over, before the outcome is
 	// published: a client that answers a paused task at once finds the
 	// session free.
-	return &a2aTurn{task: t, req: req, release: sync.OnceFunc(release)}, nil
+	return &a2aTurn{task: t, req: req, release: lease.Release}, nil
 }
 
 // taskRun is one run of a task, recording what happens in the task.

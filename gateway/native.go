@@ -152,8 +152,8 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 	}
 	// The session is read under its run lock (one round trip when the store
 	// can) and handed to the runner, which need not read it again.
-	sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: req.UserID, SessionID: req.SessionID}, nil)
-	if release == nil {
+	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: req.UserID, SessionID: req.SessionID}, nil)
+	if lease == nil {
 		return nil, err // not locked
 	}
 	if errors.Is(err, sessions.ErrNotFound) {
@@ -163,13 +163,13 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 		err = checkInvocation(sess, req.InvocationID, msg)
 	}
 	if err != nil {
-		release()
+		lease.Release()
 		return nil, err
 	}
-	return &nativeTurn{app: a, release: release, splitArtifacts: req.FunctionCallEventID == "",
+	return &nativeTurn{app: a, release: lease.Release, splitArtifacts: req.FunctionCallEventID == "",
 		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta, Params: s.trustedParams(ctx, a),
 			Config:  agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents},
-			Session: sess}}, nil
+			Session: sess, Lease: lease}}, nil
 }
 
 // checkInvocation honours invocationId: it names the paused invocation the

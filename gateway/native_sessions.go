@@ -138,7 +138,7 @@ func writeNull(c *gin.Context) {
 
 // listSessions answers the user's top-level sessions (without events), or
 // with ?parent=<id> the sub-conversations directly under that session. The
-// gateway's own sessions ("~...") are never listed.
+// gateway's own sessions ("~...") are unlisted: the store never lists them.
 func (s *Server) listSessions(c *gin.Context, a *app, user string) error {
 	ctx := c.Request.Context()
 	parent := c.Query("parent")
@@ -164,7 +164,7 @@ func (s *Server) subSessions(ctx context.Context, app, user, parent string) ([]*
 	}
 	out := []*sessions.Session{}
 	for _, ss := range resp.Sessions {
-		if ownSession(ss.ID) || sessions.ParentID(ss.ID) != parent {
+		if sessions.ParentID(ss.ID) != parent { // the store lists no unlisted ("~") session
 			continue
 		}
 		ss.Events = []*sessions.Event{}
@@ -340,11 +340,11 @@ func (s *Server) patchSession(c *gin.Context, a *app, user, id string) error {
 	if _, err := s.getVisibleSession(ctx, a.ID, user, id); err != nil {
 		return err
 	}
-	release, err := s.cfg.Locker.Acquire(ctx, a.ID, user, rootSessionID(id), s.cfg.BusyWait)
+	lease, err := s.cfg.Locker.Acquire(ctx, a.ID, user, rootSessionID(id), s.cfg.BusyWait)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer lease.Release()
 	ev := &sessions.Event{ID: s.newEventID(), InvocationID: "p-" + uuid.NewString(), Author: "user", Timestamp: s.cfg.Now()}
 	ev.Actions.StateDelta = req.StateDelta
 	sess, err := sessions.PatchState(ctx, s.cfg.Sessions, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: id}, ev)

@@ -452,7 +452,7 @@ type lockingMemory struct {
 	*sessions.MemoryLocker
 }
 
-func (m *lockingMemory) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (m *lockingMemory) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	release, err := m.Acquire(ctx, req.AppName, req.UserID, req.SessionID, wait)
 	if err != nil {
 		return nil, nil, err
@@ -461,14 +461,14 @@ func (m *lockingMemory) AcquireGet(ctx context.Context, req sessions.GetRequest,
 	return sess, release, err
 }
 
-func (m *lockingMemory) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (m *lockingMemory) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	release, err := m.Acquire(ctx, req.AppName, req.UserID, req.SessionID, wait)
 	if err != nil {
 		return nil, nil, err
 	}
 	sess, err := m.GetOrCreate(ctx, req)
 	if err != nil {
-		release()
+		release.Release()
 		return nil, nil, err
 	}
 	return sess, release, nil

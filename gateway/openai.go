@@ -7,14 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
@@ -22,18 +19,6 @@ import (
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
 )
-
-// Reserved session id prefixes: sessions the gateway keeps for its own
-// bookkeeping (stateless turns paused on client tools, and the index from
-// tool_call_id to session). Clients cannot use them.
-const (
-	tmpSessionPrefix  = "~tmp-"
-	callSessionPrefix = "~call-"
-)
-
-// ownSession reports whether id is one of the gateway's own sessions (any
-// id starting with "~"): clients cannot name, see, list or delete them.
-func ownSession(id string) bool { return strings.HasPrefix(id, "~") }
 
 func (s *Server) listModels(c *gin.Context) {
 	list := openaiwire.ModelList{Data: []openaiwire.Model{}}
@@ -74,7 +59,8 @@ type chatTurn struct {
 	echoSession bool
 	// ephemeral holds a stateless turn's session.
 	ephemeral *sessions.MemoryService
-	// resumedVia lists index sessions to drop once the resumed turn is done.
+	// resumedVia lists the call entries to drop once the resumed turn is
+	// done (see callEntry.key).
 	resumedVia []string
 	// tmp reports a "~tmp-" session to delete once no call is pending.
 	tmp bool
@@ -213,11 +199,11 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 		if len(responses) == 0 {
 			create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid, State: paramsState(rr.Params)}
 		}
-		sess, release, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid}, create)
-		if release == nil {
+		sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid}, create)
+		if lease == nil {
 			return nil, err // not locked
 		}
-		turn.release = release
+		turn.release = lease.Release
 		if errors.Is(err, sessions.ErrNotFound) && len(responses) > 0 {
 			err = &agentcore.UnknownCallError{ID: responses[0].ID}
 		}
@@ -226,6 +212,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 			return nil, err
 		}
 		rr.Session = sess // read under the lock: the runner need not read it again
+		rr.Lease = lease  // released with the turn's write
 		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn, nil); err != nil {
 			turn.release()
 			return nil, err
@@ -237,11 +224,13 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 		if err != nil {
 			return nil, err
 		}
-		found := entry.sessionID
+		found := entry.ref.SessionID
 		turn.sessionID, turn.stored, turn.tmp = found, true, strings.HasPrefix(found, tmpSessionPrefix)
-		if err := s.lockSession(ctx, turn, a.ID, user, found); err != nil {
+		lease, err := s.cfg.Locker.Acquire(ctx, a.ID, user, found, s.cfg.BusyWait)
+		if err != nil {
 			return nil, err
 		}
+		turn.release, rr.Lease = lease.Release, lease
 		if err := s.mapCallIDs(ctx, a.ID, user, responses, found, turn, entry); err != nil {
 			turn.release()
 			return nil, err
@@ -267,16 +256,16 @@ func cmpOr(vals ...string) string {
 
 // lockAndGet takes the session's run lock and reads it, creating it as
 // create asks when it does not exist and create is not nil: in one round
-// trip when the store can. release is not nil once the lock is held (also
+// trip when the store can. lease is not nil once the lock is held (also
 // when the session does not exist: the error then wraps ErrNotFound).
-func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (sess *sessions.Session, release func(), err error) {
+func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (sess *sessions.Session, lease sessions.Lease, err error) {
 	switch {
 	case s.lockGet != nil && create != nil:
 		return s.lockGet.AcquireGetOrCreate(ctx, *create, s.cfg.BusyWait)
 	case s.lockGet != nil:
 		return s.lockGet.AcquireGet(ctx, req, s.cfg.BusyWait)
 	}
-	release, err = s.cfg.Locker.Acquire(ctx, req.AppName, req.UserID, req.SessionID, s.cfg.BusyWait)
+	lease, err = s.cfg.Locker.Acquire(ctx, req.AppName, req.UserID, req.SessionID, s.cfg.BusyWait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,16 +274,7 @@ func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create
 	} else {
 		sess, err = s.cfg.Sessions.Get(ctx, req)
 	}
-	return sess, release, err
-}
-
-func (s *Server) lockSession(ctx context.Context, turn *chatTurn, app, user, sid string) error {
-	release, err := s.cfg.Locker.Acquire(ctx, app, user, sid, s.cfg.BusyWait)
-	if err != nil {
-		return err
-	}
-	turn.release = release
-	return nil
+	return sess, lease, err
 }
 
 // overridesFrom maps response_format, sampling settings and tool_choice;
@@ -314,149 +294,6 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Ov
 		return nil, nil // the agents' own settings apply
 	}
 	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tools}, nil
-}
-
-// callEntry is the index entry of a client tool call: the session paused
-// on it and the runtime's id of the call (it differs from the id the client
-// was shown only when the runtime's was not a valid client id).
-type callEntry struct {
-	shown, sessionID, callID string
-}
-
-// callIndex reads the index entry of the tool call the client knows as
-// shown; nil when there is none.
-func (s *Server) callIndex(ctx context.Context, app, user, shown string) (*callEntry, error) {
-	idx, err := s.cfg.Sessions.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + shown})
-	if errors.Is(err, sessions.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	sid, _ := idx.State["session_id"].(string)
-	id, _ := idx.State["call_id"].(string)
-	return &callEntry{shown: shown, sessionID: sid, callID: id}, nil
-}
-
-// mapCallIDs rewrites tool_call_ids the client was shown to the runtime's
-// call ids, and remembers the index entries to drop after the turn. known,
-// when not nil, is an entry already read.
-func (s *Server) mapCallIDs(ctx context.Context, app, user string, responses []*genai.FunctionResponse, sid string, turn *chatTurn, known *callEntry) error {
-	for _, r := range responses {
-		e := known
-		if e == nil || e.shown != r.ID {
-			var err error
-			if e, err = s.callIndex(ctx, app, user, r.ID); err != nil {
-				return err
-			}
-		}
-		if e == nil || e.sessionID != sid {
-			continue
-		}
-		if e.callID != "" {
-			r.ID = e.callID
-		}
-		turn.resumedVia = append(turn.resumedVia, callSessionPrefix+e.shown)
-	}
-	return nil
-}
-
-// resolveCall finds the session paused on a tool call.
-func (s *Server) resolveCall(ctx context.Context, app, user, callID string) (*callEntry, error) {
-	e, err := s.callIndex(ctx, app, user, callID)
-	if err != nil {
-		return nil, err
-	}
-	if e == nil || e.sessionID == "" {
-		return nil, &agentcore.UnknownCallError{ID: callID}
-	}
-	return e, nil
-}
-
-// statelessTurn runs on a throwaway session seeded with the request's
-// history; it reaches the store only if the turn pauses on client tools.
-func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*genai.Content, user string) error {
-	a := turn.app
-	eph := sessions.NewMemoryService(sessions.MemoryConfig{Now: s.cfg.Now})
-	runner := a.runner.WithSessions(eph, true) // the app's tree, indexed once
-	sid := tmpSessionPrefix + uuid.NewString()
-	sess, err := eph.Create(ctx, sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid})
-	if err != nil {
-		return err
-	}
-	now := s.cfg.Now()
-	events := make([]sessions.Event, len(history)) // one allocation for them all
-	seed := make([]*sessions.Event, len(history))
-	for i, c := range history {
-		author := "user"
-		if c.Role == genai.RoleModel {
-			author = a.Root.Name()
-		}
-		events[i] = sessions.Event{ID: "seed-" + strconv.Itoa(i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
-		seed[i] = &events[i]
-	}
-	if err := eph.AppendEvents(ctx, sess, seed); err != nil {
-		return err
-	}
-	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
-	return nil
-}
-
-// afterRun stores what must outlive the turn: for every client tool call
-// the client now holds, an index entry from its id to the session (and, for
-// a stateless turn, the session itself); a resumed stateless turn that
-// finished is deleted.
-func (s *Server) afterRun(ctx context.Context, turn *chatTurn, calls []openaiwire.EmittedToolCall) error {
-	ctx = context.WithoutCancel(ctx)
-	app, user := turn.app.ID, turn.req.UserID
-	if len(calls) > 0 && turn.ephemeral != nil {
-		if err := copySessions(ctx, turn.ephemeral, s.cfg.Sessions, app, user); err != nil {
-			return err
-		}
-		turn.stored = true
-	}
-	for _, call := range calls {
-		_, err := s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: callSessionPrefix + call.ID,
-			State: map[string]any{"session_id": turn.sessionID, "call_id": call.FunctionCallID}})
-		if err != nil && !errors.Is(err, sessions.ErrExists) {
-			return err
-		}
-	}
-	for _, id := range turn.resumedVia {
-		_ = s.cfg.Sessions.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: id})
-	}
-	if len(calls) == 0 && turn.tmp && turn.ephemeral == nil {
-		_ = s.cfg.Sessions.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: turn.sessionID})
-		turn.stored = false
-	}
-	return nil
-}
-
-// copySessions replays a user's sessions (with sub-conversations) from one
-// store into another.
-func copySessions(ctx context.Context, from *sessions.MemoryService, to sessions.Service, app, user string) error {
-	list, err := from.List(ctx, sessions.ListRequest{AppName: app, UserID: user})
-	if err != nil {
-		return err
-	}
-	// Parents first, so a sub-conversation never outlives its parent.
-	slices.SortFunc(list.Sessions, func(a, b *sessions.Session) int { return len(a.ID) - len(b.ID) })
-	for _, ls := range list.Sessions {
-		src, err := from.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: ls.ID})
-		if err != nil {
-			return err
-		}
-		dst, err := to.Create(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: ls.ID})
-		if err != nil {
-			return err
-		}
-		for _, ev := range src.Events {
-			if err := to.AppendEvent(ctx, dst, ev.Clone()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // encoderTools maps the client actions every turn of an app may show

@@ -440,7 +440,7 @@ func TestSessionBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
+	defer release.Release()
 	resp := f2.post("/v1/chat/completions", `{"model":"desk","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", "busy-1")
 	defer resp.Body.Close()
 	m := decode(t, resp.Body)

@@ -32,7 +32,11 @@ type Config struct {
 	Catalog  *spec.Catalog
 	Sessions sessions.Service
 	// Locker serialises runs on one session (default: in-process).
-	Locker    sessions.Locker
+	Locker sessions.Locker
+	// Refs indexes the client tool calls of paused turns (see callrefs.go);
+	// default: Sessions, when it is a sessions.Refs (both stores are),
+	// else an in-process index, enough for one replica.
+	Refs      sessions.Refs
 	Artifacts artifact.Service
 	Memory    memory.Service
 	Logger    *slog.Logger
@@ -83,6 +87,8 @@ type Server struct {
 	// lockGet takes a session's run lock with its read in one round trip,
 	// when the store is also the locker and can (nil otherwise).
 	lockGet sessions.LockingGetter
+	// refs is cfg.Refs (instrumented with Metrics).
+	refs sessions.Refs
 }
 
 // app is one virtual model with its runner.
@@ -112,7 +118,15 @@ func New(cfg Config) (*Server, error) {
 	if any(cfg.Locker) != any(cfg.Sessions) {
 		lockGet = nil // the lock must be the store's own
 	}
+	if cfg.Refs == nil {
+		cfg.Refs, _ = cfg.Sessions.(sessions.Refs)
+	}
+	if cfg.Refs == nil {
+		cfg.Refs = sessions.NewMemoryService(sessions.MemoryConfig{Now: cfg.Now})
+	}
+	refs := cfg.Refs
 	if cfg.Metrics != nil {
+		refs = cfg.Metrics.Refs(refs)
 		if lockGet != nil {
 			lockGet = cfg.Metrics.LockingGetter(lockGet)
 		}
@@ -141,7 +155,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Artifacts == nil {
 		cfg.Artifacts = artifact.NewInMemory()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}, lockGet: lockGet}
+	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}, lockGet: lockGet, refs: refs}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,8 @@ type MemoryConfig struct {
 	// TTL expires sessions idle for that long, as the Redis store does: a
 	// top-level session and its sub-conversations expire together, TTL
 	// after the last create or append in any of them; reads do not renew.
-	// Zero keeps sessions forever.
+	// Zero keeps sessions forever. It is also the TTL of refs put without
+	// one of their own.
 	TTL time.Duration
 }
 
@@ -44,6 +45,13 @@ type MemoryService struct {
 	sessions map[memKey]*memSession
 	appState map[string]map[string]any
 	userSt   map[[2]string]map[string]any
+	refs     map[memKey]memRef // id: the ref's key
+}
+
+// memRef is a stored ref with its expiry (zero: never).
+type memRef struct {
+	ref     Ref
+	expires time.Time
 }
 
 type memKey struct{ app, user, id string }
@@ -65,12 +73,14 @@ var (
 	_ Service       = (*MemoryService)(nil)
 	_ BatchAppender = (*MemoryService)(nil)
 	_ GetOrCreator  = (*MemoryService)(nil)
+	_ Refs          = (*MemoryService)(nil)
 )
 
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
 	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL,
-		sessions: map[memKey]*memSession{}, appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{}}
+		sessions: map[memKey]*memSession{}, appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{},
+		refs: map[memKey]memRef{}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -159,16 +169,21 @@ func (s *MemoryService) renew(ms *memSession) {
 	}
 }
 
-// sweep removes the expired sessions among up to sweepSample of them
-// (map iteration starts at a random place); s.mu is held.
+// sweep removes the expired sessions among up to sweepSample of them;
+// s.mu is held.
 func (s *MemoryService) sweep() {
-	if s.ttl <= 0 {
-		return
+	if s.ttl > 0 {
+		sweepSome(s.sessions, s.now)
 	}
+}
+
+// sweepSome removes the expired entries among up to sweepSample of m's
+// (map iteration starts at a random place).
+func sweepSome[V interface{ expired(func() time.Time) bool }](m map[memKey]V, now func() time.Time) {
 	n := 0
-	for k, ms := range s.sessions {
-		if ms.expired(s.now) {
-			delete(s.sessions, k)
+	for k, v := range m {
+		if v.expired(now) {
+			delete(m, k)
 		}
 		if n++; n == sweepSample {
 			return
@@ -178,20 +193,31 @@ func (s *MemoryService) sweep() {
 
 // Get implements Service.
 func (s *MemoryService) Get(ctx context.Context, req GetRequest) (*Session, error) {
-	if err := ValidateKeys(req.AppName, req.UserID); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := memKey{req.AppName, req.UserID, req.SessionID}
-	ms, ok := s.lookup(k)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
+	k, ms, err := s.find(req)
+	if err != nil {
+		return nil, err
 	}
 	return s.view(k, ms, true), nil
 }
 
+// find returns the live session req names, or ErrInvalid or ErrNotFound;
+// s.mu is held.
+func (s *MemoryService) find(req GetRequest) (memKey, *memSession, error) {
+	k := memKey{req.AppName, req.UserID, req.SessionID}
+	if err := ValidateKeys(req.AppName, req.UserID); err != nil {
+		return k, nil, err
+	}
+	ms, ok := s.lookup(k)
+	if !ok {
+		return k, nil, fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
+	}
+	return k, ms, nil
+}
+
 // List implements Service. The page token is the offset of the next page.
+// Unlisted sessions are skipped.
 func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListResponse, error) {
 	if err := ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, err
@@ -211,7 +237,7 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 		switch {
 		case ms.expired(s.now):
 			delete(s.sessions, k)
-		case k.app == req.AppName && k.user == req.UserID:
+		case k.app == req.AppName && k.user == req.UserID && !Unlisted(k.id):
 			all = append(all, s.view(k, ms, false))
 		}
 	}
@@ -254,6 +280,90 @@ func (s *MemoryService) Delete(ctx context.Context, req DeleteRequest) error {
 		}
 	}
 	return nil
+}
+
+// Tree returns the session req names and every sub-conversation under it,
+// with their events, each parent before the sessions under it; unlisted
+// sessions alike. It is how a caller reads back a whole tree from a store
+// of its own (a stateless turn's), which List does not show.
+func (s *MemoryService) Tree(ctx context.Context, req GetRequest) ([]*Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ms, err := s.find(req)
+	if err != nil {
+		return nil, err
+	}
+	out := []*Session{s.view(k, ms, true)}
+	prefix := req.SessionID + "/"
+	for ck, cs := range s.sessions {
+		if ck.app == k.app && ck.user == k.user && strings.HasPrefix(ck.id, prefix) && !cs.expired(s.now) {
+			out = append(out, s.view(ck, cs, true))
+		}
+	}
+	slices.SortFunc(out, func(a, b *Session) int { return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID)) })
+	return out, nil
+}
+
+// PutRefs implements Refs.
+func (s *MemoryService) PutRefs(ctx context.Context, app, user string, refs map[string]Ref, ttl time.Duration) error {
+	if err := ValidateKeys(app, user); err != nil {
+		return err
+	}
+	for key := range refs {
+		if err := ValidateRefs(app, user, key); err != nil {
+			return err
+		}
+	}
+	if ttl <= 0 {
+		ttl = s.ttl
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sweepSome(s.refs, s.now)
+	var expires time.Time
+	if ttl > 0 {
+		expires = s.now().Add(ttl)
+	}
+	for key, ref := range refs {
+		s.refs[memKey{app, user, key}] = memRef{ref: ref, expires: expires}
+	}
+	return nil
+}
+
+// GetRef implements Refs.
+func (s *MemoryService) GetRef(ctx context.Context, app, user, key string) (Ref, error) {
+	if err := ValidateRefs(app, user, key); err != nil {
+		return Ref{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memKey{app, user, key}
+	r, ok := s.refs[k]
+	if ok && r.expired(s.now) {
+		delete(s.refs, k)
+		ok = false
+	}
+	if !ok {
+		return Ref{}, fmt.Errorf("%w: ref %s", ErrNotFound, key)
+	}
+	return r.ref, nil
+}
+
+// DeleteRefs implements Refs.
+func (s *MemoryService) DeleteRefs(ctx context.Context, app, user string, keys ...string) error {
+	if err := ValidateRefs(app, user, keys...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range keys {
+		delete(s.refs, memKey{app, user, key})
+	}
+	return nil
+}
+
+func (r memRef) expired(now func() time.Time) bool {
+	return !r.expires.IsZero() && !now().Before(r.expires)
 }
 
 // AppendEvent implements Service.

@@ -1,6 +1,8 @@
 // Package sessions defines conversations (Session, Event), the Service that
-// stores them, and an in-memory Service. Backends live in sub-packages and are
-// checked by the shared conformance suite in sessions/sessiontest.
+// stores them, the run leases that serialise runs on them (Locker, Lease),
+// a small index of references into them (Refs), and in-memory
+// implementations. Backends live in sub-packages and are checked by the
+// shared conformance suite in sessions/sessiontest.
 //
 // State scopes follow ADK: keys without a prefix belong to one session, keys
 // prefixed "app:" are shared by every session of an app, "user:" by every

@@ -15,8 +15,9 @@ import (
 // one and reports ready otherwise. It is a sessions.GetOrCreator, counted
 // as one "get_or_create" operation (one round trip on stores that are one
 // themselves; on others sessions.GetOrCreate's read and create). When svc is a sessions.BatchAppender so
-// is the wrapper, and a batch counts as one "append_event" operation (one
-// store round trip, like a single append).
+// is the wrapper (and a sessions.ReleasingAppender, which releases only
+// when svc is one), and a batch counts as one "append_event" operation
+// (one store round trip, like a single append).
 func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
 	s := &instrumentedStore{svc: svc, m: m}
 	if b, ok := svc.(sessions.BatchAppender); ok {
@@ -93,15 +94,67 @@ type instrumentedBatchStore struct {
 	b sessions.BatchAppender
 }
 
-var _ sessions.BatchAppender = (*instrumentedBatchStore)(nil)
+var (
+	_ sessions.BatchAppender     = (*instrumentedBatchStore)(nil)
+	_ sessions.ReleasingAppender = (*instrumentedBatchStore)(nil)
+)
 
 func (s *instrumentedBatchStore) AppendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event) error {
+	return s.appendEvents(evs, func() error { return s.b.AppendEvents(ctx, sess, evs) })
+}
+
+// AppendEventsRelease implements sessions.ReleasingAppender: the wrapped
+// store's, when it is one, else AppendEvents (the lease is left to its
+// holder). Counted as one "append_event" operation.
+func (s *instrumentedBatchStore) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
+	ra, ok := s.b.(sessions.ReleasingAppender)
+	if !ok {
+		return s.AppendEvents(ctx, sess, evs)
+	}
+	return s.appendEvents(evs, func() error { return ra.AppendEventsRelease(ctx, sess, evs, lease) })
+}
+
+// appendEvents counts write, a batch append of evs, as one "append_event"
+// operation, unless it has nothing to store.
+func (s *instrumentedBatchStore) appendEvents(evs []*sessions.Event, write func() error) error {
 	if !slices.ContainsFunc(evs, func(ev *sessions.Event) bool { return ev == nil || !ev.Partial }) {
-		return s.b.AppendEvents(ctx, sess, evs) // nothing to store: not a store operation
+		return write() // nothing to store: not a store operation
 	}
 	start := time.Now()
-	err := s.b.AppendEvents(ctx, sess, evs)
+	err := write()
 	s.m.storeOp("append_event", start, err)
+	return err
+}
+
+// Refs wraps a refs index so that every operation is counted and timed:
+// "put_refs", "get_ref" and "delete_refs".
+func (m *Metrics) Refs(r sessions.Refs) sessions.Refs { return &instrumentedRefs{r: r, m: m} }
+
+type instrumentedRefs struct {
+	r sessions.Refs
+	m *Metrics
+}
+
+var _ sessions.Refs = (*instrumentedRefs)(nil)
+
+func (r *instrumentedRefs) PutRefs(ctx context.Context, app, user string, refs map[string]sessions.Ref, ttl time.Duration) error {
+	start := time.Now()
+	err := r.r.PutRefs(ctx, app, user, refs, ttl)
+	r.m.storeOp("put_refs", start, err)
+	return err
+}
+
+func (r *instrumentedRefs) GetRef(ctx context.Context, app, user, key string) (sessions.Ref, error) {
+	start := time.Now()
+	ref, err := r.r.GetRef(ctx, app, user, key)
+	r.m.storeOp("get_ref", start, err)
+	return ref, err
+}
+
+func (r *instrumentedRefs) DeleteRefs(ctx context.Context, app, user string, keys ...string) error {
+	start := time.Now()
+	err := r.r.DeleteRefs(ctx, app, user, keys...)
+	r.m.storeOp("delete_refs", start, err)
 	return err
 }
 
@@ -125,22 +178,42 @@ type instrumentedLocker struct {
 	m *Metrics
 }
 
-func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (func(), error) {
+func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (sessions.Lease, error) {
 	start := time.Now()
-	release, err := l.l.Acquire(ctx, app, user, sessionID, wait)
+	lease, err := l.l.Acquire(ctx, app, user, sessionID, wait)
 	l.m.storeOp("lock", start, err)
 	if err != nil {
-		return release, err
+		return nil, err
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			start := time.Now()
-			release()
-			l.m.storeOp("unlock", start, nil)
-		})
-	}, nil
+	return &instrumentedLease{Lease: lease, m: l.m}, nil
 }
+
+// instrumentedLease counts its first Release as "unlock" and each Renew as
+// "renew".
+type instrumentedLease struct {
+	sessions.Lease
+	m    *Metrics
+	once sync.Once
+}
+
+func (l *instrumentedLease) Renew(ctx context.Context) error {
+	start := time.Now()
+	err := l.Lease.Renew(ctx)
+	l.m.storeOp("renew", start, err)
+	return err
+}
+
+func (l *instrumentedLease) Release() {
+	l.once.Do(func() {
+		start := time.Now()
+		l.Lease.Release()
+		l.m.storeOp("unlock", start, nil)
+	})
+}
+
+// Unwrap returns the wrapped lease, for the store to recognise its own
+// (sessions.ReleasingAppender).
+func (l *instrumentedLease) Unwrap() sessions.Lease { return l.Lease }
 
 func (m *Metrics) storeOp(op string, start time.Time, err error) {
 	m.storeOps.WithLabelValues(op, storeOutcome(err)).Inc()
@@ -180,7 +253,7 @@ type instrumentedLockGetter struct {
 	m  *Metrics
 }
 
-func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	start := time.Now()
 	sess, release, err := l.lg.AcquireGet(ctx, req, wait)
 	outcome := err
@@ -191,7 +264,7 @@ func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.Ge
 	return sess, release, err
 }
 
-func (l *instrumentedLockGetter) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (l *instrumentedLockGetter) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	start := time.Now()
 	sess, release, err := l.lg.AcquireGetOrCreate(ctx, req, wait)
 	l.m.storeOp("lock", start, err)

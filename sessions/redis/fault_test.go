@@ -117,7 +117,7 @@ func TestDownMidUse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after Redis came back: %v", err)
 	}
-	release()
+	release.Release()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping after Redis came back: %v", err)
 	}

@@ -28,10 +28,10 @@ const releaseTimeout = 2 * time.Second
 
 // Acquire implements sessions.Locker with a lease shared by every replica:
 // the key {app|user}:lock:<id> holds a random token with a LockTTL expiry
-// (SET NX PX). While held, a timer extends it every LockTTL/3; release
+// (SET NX PX). While held, a timer extends it every LockTTL/3; Release
 // stops it and deletes the key if the token still matches. A holder that
 // dies stops renewing, so its lease ends within LockTTL.
-func (s *Store) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (func(), error) {
+func (s *Store) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (sessions.Lease, error) {
 	if err := sessions.ValidateKeys(app, user); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func waitPoll(ctx context.Context, sessionID string, deadline time.Time, poll *t
 // in one round trip (SET NX PX GET pipelined ahead of the load; GET makes a
 // retried pipeline recognise its own token). When the session does not
 // exist the lease is still held and the error wraps ErrNotFound.
-func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +89,7 @@ func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait ti
 // creates nothing and an existing session is never overwritten; what it
 // creates is what Create would (state, index entry, TTL). On Cluster a
 // create whose state has app: keys writes them in a second round trip.
-func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, func(), error) {
+func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	c, err := s.prepareGetOrCreate(req)
 	if err != nil {
 		return nil, nil, err
@@ -99,7 +99,7 @@ func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateReque
 
 // acquireLoad takes the lease on req's session and loads it in one
 // pipeline, creating it first when c is not nil.
-func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *newSession, wait time.Duration) (*sessions.Session, func(), error) {
+func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *newSession, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	key := s.keys(req.AppName, req.UserID, req.SessionID).lock
 	token := uuid.NewString()
 	deadline := time.Now().Add(wait)
@@ -119,15 +119,15 @@ func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *new
 		old, setErr := set.Result()
 		switch {
 		case errors.Is(setErr, goredis.Nil) || (setErr == nil && old == token):
-			release := s.hold(key, token)
+			lease := s.hold(key, token)
 			if err == nil && c != nil {
 				err = s.finishCreate(ctx, c, res, sess)
 			}
 			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
-				release()
+				lease.Release()
 				return nil, nil, err
 			}
-			return sess, release, err
+			return sess, lease, err
 		case setErr != nil:
 			if err == nil {
 				err = s.fail(ctx, "lock", setErr)
@@ -142,15 +142,15 @@ func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *new
 
 // heldLease is a lease this process holds, renewed until released; the
 // turn's final write may release it in the same round trip (see
-// AppendEvents). The renewal runs from a timer, not a goroutine of its own:
-// a lease is held as long as its stream is open, and a parked goroutine's
-// stack would cost every open stream on Redis a few KiB more. Its state is
-// this one object for the same reason (variables captured by closures are
-// each allocated on their own).
+// AppendEventsRelease). The renewal runs from a timer, not a goroutine of
+// its own: a lease is held as long as its stream is open, and a parked
+// goroutine's stack would cost every open stream on Redis a few KiB more.
+// Its state is this one object for the same reason (variables captured by
+// closures are each allocated on their own).
 type heldLease struct {
 	s          *Store
 	key, token string
-	released   atomic.Bool
+	released   atomic.Bool // released with a write
 
 	mu       sync.Mutex // guards stopped and timer's resets
 	stopped  bool
@@ -159,14 +159,15 @@ type heldLease struct {
 	once     sync.Once
 }
 
-// hold renews the lease until the returned release is called.
-func (s *Store) hold(key, token string) func() {
+var _ sessions.Lease = (*heldLease)(nil)
+
+// hold renews the lease until it is released.
+func (s *Store) hold(key, token string) *heldLease {
 	l := &heldLease{s: s, key: key, token: token}
-	s.held.Store(key, l)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every(), l.renew)
 	l.mu.Unlock()
-	return l.release
+	return l
 }
 
 // every is how often the lease is renewed.
@@ -184,9 +185,9 @@ func (l *heldLease) renew() {
 	l.mu.Unlock()
 	defer l.renewing.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), l.every())
-	n, err := renewScript.Run(ctx, l.s.client, []string{l.key}, l.token, l.s.lockTTL.Milliseconds()).Int64()
+	err := l.extend(ctx)
 	cancel()
-	if err == nil && n == 0 {
+	if errors.Is(err, sessions.ErrConflict) {
 		return // the lease expired and may be someone else's now
 	}
 	l.mu.Lock()
@@ -196,16 +197,37 @@ func (l *heldLease) renew() {
 	l.mu.Unlock()
 }
 
-// release stops the renewals and, unless the turn's write released the
-// lease already, deletes it. Calls after the first do nothing.
-func (l *heldLease) release() {
+// extend runs the renewal script: an error wrapping ErrConflict when the
+// token no longer holds the lease.
+func (l *heldLease) extend(ctx context.Context) error {
+	n, err := renewScript.Run(ctx, l.s.client, []string{l.key}, l.token, l.s.lockTTL.Milliseconds()).Int64()
+	if err != nil {
+		return l.s.fail(ctx, "renew", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: the lease %s is no longer held", sessions.ErrConflict, l.key)
+	}
+	return nil
+}
+
+// Renew implements sessions.Lease: it extends the lease by LockTTL now
+// (the timer's renewals go on).
+func (l *heldLease) Renew(ctx context.Context) error {
+	l.mu.Lock()
+	stopped := l.stopped
+	l.mu.Unlock()
+	if stopped || l.released.Load() {
+		return fmt.Errorf("%w: the lease %s was released", sessions.ErrConflict, l.key)
+	}
+	return l.extend(ctx)
+}
+
+// Release implements sessions.Lease: it stops the renewals and, unless a
+// write released the lease already, deletes it. Calls after the first do
+// nothing.
+func (l *heldLease) Release() {
 	l.once.Do(func() {
-		l.mu.Lock()
-		l.stopped = true
-		l.timer.Stop()
-		l.mu.Unlock()
-		l.renewing.Wait() // a renewal under way ends before the release
-		l.s.held.CompareAndDelete(l.key, l)
+		l.stop()
 		if l.released.Load() {
 			return // released with the turn's write
 		}
@@ -213,4 +235,13 @@ func (l *heldLease) release() {
 		defer cancel()
 		_ = releaseScript.Run(ctx, l.s.client, []string{l.key}, l.token).Err()
 	})
+}
+
+// stop ends the renewals; a renewal under way ends first.
+func (l *heldLease) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.renewing.Wait()
 }

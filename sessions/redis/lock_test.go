@@ -10,7 +10,7 @@ import (
 
 // heldByReplica starts two replicas (Stores on one server and prefix); the
 // first holds the lease on session s1.
-func heldByReplica(t *testing.T, lockTTL time.Duration) (cfg Config, holder, other *Store, release func()) {
+func heldByReplica(t *testing.T, lockTTL time.Duration) (cfg Config, holder, other *Store, release sessions.Lease) {
 	t.Helper()
 	srv := startServer(t)
 	cfg = Config{URL: srv.URL(""), KeyPrefix: "replicas:", LockTTL: lockTTL}
@@ -28,12 +28,12 @@ func TestLeaseRenewedWhileHeld(t *testing.T) {
 	if _, err := b.Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("another replica's Acquire while the lease is renewed: err = %v, want ErrConflict", err)
 	}
-	release()
+	release.Release()
 	second, err := b.Acquire(t.Context(), "app", "u", "s1", 0)
 	if err != nil {
 		t.Fatalf("Acquire after release: %v", err)
 	}
-	second()
+	second.Release()
 }
 
 func TestLeaseExpiresWhenHolderDies(t *testing.T) {
@@ -43,9 +43,9 @@ func TestLeaseExpiresWhenHolderDies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after the holder died: %v", err)
 	}
-	stale() // a late release from the dead holder must not free the new lease
+	stale.Release() // a late release from the dead holder must not free the new lease
 	if _, err := newStore(t, cfg).Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("Acquire after a stale release: err = %v, want ErrConflict", err)
 	}
-	release()
+	release.Release()
 }

@@ -2,8 +2,9 @@
 // and serialises runs on them with a lease lock. It is the only package of
 // agentgate that imports go-redis.
 //
-// A Store is a sessions.Service, a sessions.BatchAppender, a sessions.Locker
-// and a sessions.Pinger. All keys of one user in one app share the hash tag
+// A Store is a sessions.Service, a sessions.BatchAppender (and
+// sessions.ReleasingAppender), a sessions.Locker (and
+// sessions.LockingGetter), a sessions.Refs and a sessions.Pinger. All keys of one user in one app share the hash tag
 // {app|user}, so every operation on a session, its sub-conversations, the
 // user's index and the user: scope runs as one Lua script on one node, also
 // on Redis Cluster. The data model is described in docs/sessions.md.
@@ -15,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,16 +72,16 @@ type Store struct {
 	now         func() time.Time
 	newID       func() string
 	sameSlotApp bool // the app: hash can join the session scripts (not Cluster)
-	// held maps the lock keys of the leases this process holds to them.
-	held sync.Map
 }
 
 var (
-	_ sessions.Service       = (*Store)(nil)
-	_ sessions.Locker        = (*Store)(nil)
-	_ sessions.Pinger        = (*Store)(nil)
-	_ sessions.BatchAppender = (*Store)(nil)
-	_ sessions.LockingGetter = (*Store)(nil)
+	_ sessions.Service           = (*Store)(nil)
+	_ sessions.Locker            = (*Store)(nil)
+	_ sessions.Pinger            = (*Store)(nil)
+	_ sessions.BatchAppender     = (*Store)(nil)
+	_ sessions.LockingGetter     = (*Store)(nil)
+	_ sessions.ReleasingAppender = (*Store)(nil)
+	_ sessions.Refs              = (*Store)(nil)
 )
 
 // New validates cfg and returns a Store. It does not connect: a server that

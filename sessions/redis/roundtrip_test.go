@@ -70,12 +70,12 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 		if err != nil {
 			return err
 		}
-		release()
+		release.Release()
 		if _, release, err = s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "warm"}, 0); err != nil {
 			return err
 		}
-		defer release()
-		if err := s.AppendEvent(ctx, sess, event("w2", nil)); err != nil { // releases with the write
+		defer release.Release()
+		if err := s.AppendEventsRelease(ctx, sess, []*sessions.Event{event("w2", nil)}, release); err != nil { // releases with the write
 			return err
 		}
 		return s.Delete(ctx, sessions.DeleteRequest{AppName: app, UserID: user, SessionID: "warm"})
@@ -122,7 +122,7 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 		{"Acquire+release", 2, func() error {
 			release, err := s.Acquire(ctx, app, user, "s1", 0)
 			if err == nil {
-				release()
+				release.Release()
 			}
 			return err
 		}},
@@ -143,13 +143,13 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 			if err != nil {
 				return err
 			}
-			defer release() // the write released the lease: no round trip
-			return s.AppendEvent(ctx, sess, event("g3-1", map[string]any{"k": "v"}))
+			defer release.Release() // the write released the lease: no round trip
+			return s.AppendEventsRelease(ctx, sess, []*sessions.Event{event("g3-1", map[string]any{"k": "v"})}, release)
 		}},
 		{"AcquireGetOrCreate, new, with app: state, and a release without a write", appApp + 1, func() error {
 			_, release, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "g4", State: map[string]any{"app:a": 4.0}}, 0)
 			if err == nil {
-				release()
+				release.Release()
 			}
 			return err
 		}},

@@ -10,6 +10,11 @@ import goredis "github.com/redis/go-redis/v9"
 //
 // Deltas travel as "<n> k1 v1 ... kn vn" groups in ARGV, values already JSON.
 const luaLib = `
+-- unlisted reports whether a session id is unlisted (sessions.Unlisted).
+local function unlisted(id)
+  return string.sub(id, 1, 1) == '~'
+end
+
 local function apply(key, argv, i)
   local n = tonumber(argv[i]); i = i + 1
   for _ = 1, n do
@@ -38,7 +43,8 @@ end
 
 // createScript: KEYS lock meta state events index user tree [app];
 // ARGV token base id root createdMicros ttlMillis, then the session, user
-// and app delta groups. With a non-empty token, it creates only while that
+// and app delta groups. An unlisted session (id starting with "~") gets no
+// index entry. With a non-empty token, it creates only while that
 // token holds the run lease (the lease taken in the same pipeline). Returns
 // {0} when the session exists (or the lease is another's), else {1, state,
 // user}.
@@ -51,7 +57,7 @@ redis.call('HSET', KEYS[2], 'created', now, 'updated', now, 'last', '')
 local i = apply(KEYS[3], ARGV, 7)
 i = apply(KEYS[6], ARGV, i)
 apply(KEYS[8], ARGV, i)
-redis.call('ZADD', KEYS[5], now, id)
+if not unlisted(id) then redis.call('ZADD', KEYS[5], now, id) end
 if id ~= root then redis.call('SADD', KEYS[7], id) end
 touch(ttl, base, root, KEYS[7], KEYS[5], KEYS[6])
 return {1, redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[6])}
@@ -66,6 +72,7 @@ return {meta, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -
 `)
 
 // appendScript: KEYS meta state events index user tree [app];
+// (an unlisted session's append leaves the index alone);
 // ARGV base id root ttlMillis lastEventID n, then for each of the n events
 // updatedMicros eventJSON and its session, user and app delta groups.
 // Appends the events in order as one step. Returns 0 when the session does
@@ -85,7 +92,7 @@ for _ = 1, n do
   i = apply(KEYS[7], ARGV, i)
 end
 redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
-redis.call('ZADD', KEYS[4], now, id)
+if not unlisted(id) then redis.call('ZADD', KEYS[4], now, id) end
 touch(ttl, base, root, KEYS[6], KEYS[4], KEYS[5])
 return 1
 `)
@@ -109,9 +116,11 @@ return 1
 `)
 
 // listScript: KEYS index user; ARGV base offset count (0: all). Index
-// entries whose session expired are removed on the way. Returns
+// entries whose session expired are removed on the way, and so are those of
+// unlisted sessions (written before they were unlisted), without reading
+// the sessions. Returns
 // {more, user, {{id, updated, state}, ...}}.
-var listScript = goredis.NewScript(`
+var listScript = goredis.NewScript(luaLib + `
 local base, offset, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, stale = {}, {}
 local pos, done = offset, false
@@ -119,7 +128,8 @@ while not done do
   local ids = redis.call('ZREVRANGE', KEYS[1], pos, pos + 99)
   if #ids == 0 then break end
   for _, sid in ipairs(ids) do
-    local updated = redis.call('HGET', base .. 'meta:' .. sid, 'updated')
+    local updated = false
+    if not unlisted(sid) then updated = redis.call('HGET', base .. 'meta:' .. sid, 'updated') end
     if updated then
       out[#out + 1] = {sid, updated, redis.call('HGETALL', base .. 'state:' .. sid)}
       if count > 0 and #out == count then done = true; break end
@@ -142,7 +152,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
-// releaseWrittenScript: KEYS lock meta; ARGV token lastEventID. Deletes the
+// releaseWrittenScript: KEYS lock meta; ARGV token lastEventID (see
+// Store.AppendEventsRelease). Deletes the
 // lease while token holds it, and only once the session's last event is
 // lastEventID (the turn's write is stored).
 var releaseWrittenScript = goredis.NewScript(`

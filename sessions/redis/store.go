@@ -27,14 +27,21 @@ type sessionKeys struct {
 	user   string // HASH user: state of the user in the app: key -> JSON value
 	tree   string // SET of the sub-conversation ids under root
 	lock   string // STRING run-lease token, with PX expiry
+	// A ref (sessions.Refs) is the STRING base+"ref:"+key, see refKey.
 }
 
 // escaper keeps app and user names from ending the hash tag early or
 // colliding with the separator.
 var escaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D", "|", "%7C")
 
+// userBase is "<prefix>{app|user}:", the start of every key of a user in
+// an app.
+func (s *Store) userBase(app, user string) string {
+	return s.prefix + "{" + escaper.Replace(app) + "|" + escaper.Replace(user) + "}:"
+}
+
 func (s *Store) keys(app, user, id string) sessionKeys {
-	base := s.prefix + "{" + escaper.Replace(app) + "|" + escaper.Replace(user) + "}:"
+	base := s.userBase(app, user)
 	root, _, _ := strings.Cut(id, "/")
 	return sessionKeys{
 		base: base, root: root,
@@ -381,6 +388,25 @@ func (s *Store) AppendEvent(ctx context.Context, sess *sessions.Session, ev *ses
 // in a second round trip). A batch whose last event id is already the
 // session's last event is taken as a retry and not stored twice.
 func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event) error {
+	return s.appendEvents(ctx, sess, evs, nil)
+}
+
+// AppendEventsRelease implements sessions.ReleasingAppender: AppendEvents,
+// and the release of lease in the same round trip when it is this store's
+// lease on sess's session. The release runs only once the batch is stored
+// (it checks the session's last event id), so a retried pipeline never
+// frees the lease before the write.
+func (s *Store) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
+	l, _ := sessions.UnwrapLease(lease).(*heldLease)
+	if l != nil && (l.s != s || sess == nil || l.key != s.keys(sess.AppName, sess.UserID, sess.ID).lock) {
+		l = nil // another store's or another session's: left to its holder
+	}
+	return s.appendEvents(ctx, sess, evs, l)
+}
+
+// appendEvents stores evs on sess, releasing lease with the write when it
+// is not nil.
+func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease *heldLease) error {
 	if sess == nil {
 		return fmt.Errorf("%w: nil session", sessions.ErrInvalid)
 	}
@@ -412,23 +438,19 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 		}
 		maps.Copy(appDeltas, appDelta)
 	}
-	// The turn's write also ends this process's run lease on the session, in
-	// the same round trip: the release runs only once the batch is stored
-	// (it checks the session's last event id), so a retried pipeline never
-	// frees the lease before the write.
-	lease, _ := s.held.Load(k.lock)
 	var res, rel *goredis.Cmd
 	if err := s.pipeline(ctx, "append", func(p goredis.Pipeliner, eval bool) {
 		res = script(ctx, p, appendScript, eval, s.writeKeys(k, sess.AppName), args...)
-		if l, ok := lease.(*heldLease); ok {
-			rel = script(ctx, p, releaseWrittenScript, eval, []string{k.lock, k.meta}, l.token, last.ID)
+		if lease != nil {
+			rel = script(ctx, p, releaseWrittenScript, eval, []string{k.lock, k.meta}, lease.token, last.ID)
 		}
 	}); err != nil {
 		return err
 	}
 	if rel != nil {
 		if n, _ := rel.Val().(int64); n == 1 {
-			lease.(*heldLease).released.Store(true)
+			lease.released.Store(true)
+			lease.stop()
 		}
 	}
 	if n, _ := res.Val().(int64); n == 0 {

@@ -232,7 +232,7 @@ func TestGetOrCreateLayoutLikeCreate(t *testing.T) {
 		"AcquireGetOrCreate": func(id string) error {
 			_, release, err := s.AcquireGetOrCreate(ctx, req(id), 0)
 			if release != nil {
-				release()
+				release.Release()
 			}
 			return err
 		},

@@ -150,18 +150,18 @@ func turnTree(t testing.TB) agentcore.Agent {
 
 // gatewayTurn runs one turn as the gateway does: take the session's run
 // lock with its read, creating it when it is new (AcquireGetOrCreate), run
-// the turn on that read to its end, let the lock go (the turn's write has
-// already released it). It returns the events.
+// the turn on that read with its lease to its end, let the lock go (the
+// turn's write has already released it). It returns the events.
 func gatewayTurn(ctx context.Context, s *Store, r *agentcore.Runner, app, id, text string) ([]*sessions.Event, error) {
 	sess, release, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: "u", SessionID: id}, 0)
 	if release != nil {
-		defer release()
+		defer release.Release()
 	}
 	if err != nil {
 		return nil, err
 	}
 	var evs []*sessions.Event
-	for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, Session: sess, NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
+	for ev, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, Session: sess, Lease: release, NewMessage: genai.NewContentFromText(text, genai.RoleUser)}).Events() {
 		if err != nil {
 			return evs, err
 		}
@@ -351,7 +351,7 @@ func TestTurnWriteReleasesLease(t *testing.T) {
 	if sess, err = s.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "l1"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: "l1", Session: sess, NewMessage: genai.NewContentFromText("hello", genai.RoleUser)}).Events() {
+	for _, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: "l1", Session: sess, Lease: release, NewMessage: genai.NewContentFromText("hello", genai.RoleUser)}).Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,12 +360,12 @@ func TestTurnWriteReleasesLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the written turn did not free the lease: %v", err)
 	}
-	if got := ops.during(t, func() error { release(); return nil }); len(got) != 0 {
+	if got := ops.during(t, func() error { release.Release(); return nil }); len(got) != 0 {
 		t.Errorf("release after the write made round trips %v", got)
 	}
 	// The first holder's release did not free the second holder's lease.
 	if _, err := s.Acquire(ctx, "app", "u", "l1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Errorf("lease of the second holder: %v, want ErrConflict", err)
 	}
-	other()
+	other.Release()
 }

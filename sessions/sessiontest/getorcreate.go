@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -175,7 +176,7 @@ func RunLockingGetter(t *testing.T, newStore func(t *testing.T) LockingStore) {
 			tt.fn(t, s, func(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
 				sess, release, err := s.AcquireGetOrCreate(ctx, req, patience)
 				if release != nil {
-					release()
+					release.Release()
 				}
 				return sess, err
 			})
@@ -189,6 +190,7 @@ func RunLockingGetter(t *testing.T, newStore func(t *testing.T) LockingStore) {
 		{"BusyCreatesNothing", testAcquireGetOrCreateBusy},
 		{"WaitThenCreate", testAcquireGetOrCreateWaits},
 		{"AcquireGetMissing", testAcquireGetMissing},
+		{"AppendEventsRelease", testAppendEventsRelease},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -207,7 +209,7 @@ func testAcquireGetOrCreateHolds(t *testing.T, s LockingStore) {
 	if _, _, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "s1"}, 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Errorf("AcquireGetOrCreate while held: err = %v, want ErrConflict", err)
 	}
-	release()
+	release.Release()
 	acquire(t, s, user, "s1")
 }
 
@@ -228,7 +230,7 @@ func testAcquireGetOrCreateWaits(t *testing.T, s LockingStore) {
 	first := acquire(t, s, user, "s1")
 	type result struct {
 		sess    *sessions.Session
-		release func()
+		release sessions.Lease
 		err     error
 	}
 	done := make(chan result, 1)
@@ -242,7 +244,7 @@ func testAcquireGetOrCreateWaits(t *testing.T, s LockingStore) {
 	if r.err != nil {
 		t.Fatalf("AcquireGetOrCreate after the holder let go: %v", r.err)
 	}
-	r.release()
+	r.release.Release()
 	if got := get(t, s, app, user, "s1"); got.State["k"] != "v" {
 		t.Errorf("created state k = %v, want v", got.State["k"])
 	}
@@ -256,9 +258,51 @@ func testAcquireGetMissing(t *testing.T, s LockingStore) {
 	if !errors.Is(err, sessions.ErrNotFound) || release == nil {
 		t.Fatalf("AcquireGet on a missing session: err = %v (release %v), want ErrNotFound with the lease", err, release != nil)
 	}
-	defer release()
+	defer release.Release()
 	if _, err := s.Acquire(ctx, app, user, "s1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Errorf("Acquire while held: err = %v, want ErrConflict", err)
 	}
 	assertExist(t, s, map[string]bool{"s1": false})
+}
+
+// testAppendEventsRelease: a write that names the turn's lease ends it
+// once the batch is stored (another run takes the session at once, and
+// the holder's Release does not free that run's lease); a write that
+// stores nothing, or fails, leaves it held. Skipped for a store that is
+// not a sessions.ReleasingAppender.
+func testAppendEventsRelease(t *testing.T, s LockingStore) {
+	ra, ok := s.(sessions.ReleasingAppender)
+	if !ok {
+		t.Skip("not a sessions.ReleasingAppender")
+	}
+	ctx := t.Context()
+	sess, lease, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "s1"}, 0)
+	if err != nil {
+		t.Fatalf("AcquireGetOrCreate: %v", err)
+	}
+	defer lease.Release()
+	partial := newEvent("p", time.Time{}, nil)
+	partial.Partial = true
+	if err := ra.AppendEventsRelease(ctx, sess, []*sessions.Event{partial}, lease); err != nil {
+		t.Fatalf("AppendEventsRelease of nothing to store: %v", err)
+	}
+	missing := &sessions.Session{AppName: app, UserID: user, ID: "gone"}
+	if err := ra.AppendEventsRelease(ctx, missing, []*sessions.Event{newEvent("x", time.Time{}, nil)}, lease); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("AppendEventsRelease on a missing session: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Acquire(ctx, app, user, "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("Acquire after writes that stored nothing of s1: err = %v, want ErrConflict", err)
+	}
+	if err := ra.AppendEventsRelease(ctx, sess, []*sessions.Event{newEvent("e1", time.Time{}, nil)}, lease); err != nil {
+		t.Fatalf("AppendEventsRelease: %v", err)
+	}
+	if got := get(t, s, app, user, "s1"); len(got.Events) != 1 {
+		t.Errorf("%d events stored, want 1", len(got.Events))
+	}
+	next := acquire(t, s, user, "s1")
+	lease.Release() // after the write's release: must not free next's lease
+	if _, err := s.Acquire(ctx, app, user, "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("Acquire while the next run holds the session: err = %v, want ErrConflict", err)
+	}
+	next()
 }

@@ -31,6 +31,7 @@ func RunLocker(t *testing.T, newLocker func(t *testing.T) sessions.Locker) {
 		{"ReleaseIdempotent", testLockReleaseIdempotent},
 		{"MutualExclusion", testLockMutualExclusion},
 		{"InvalidKeys", testLockInvalid},
+		{"RenewWhileHeld", testLockRenew},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,12 +42,12 @@ func RunLocker(t *testing.T, newLocker func(t *testing.T) sessions.Locker) {
 
 func acquire(t *testing.T, l sessions.Locker, user, id string) func() {
 	t.Helper()
-	release, err := l.Acquire(t.Context(), app, user, id, 0)
+	lease, err := l.Acquire(t.Context(), app, user, id, 0)
 	if err != nil {
 		t.Fatalf("Acquire(%q, %q): %v", user, id, err)
 	}
-	t.Cleanup(release)
-	return release
+	t.Cleanup(lease.Release)
+	return lease.Release
 }
 
 func testLockBusy(t *testing.T, l sessions.Locker) {
@@ -61,7 +62,7 @@ func testLockBusy(t *testing.T, l sessions.Locker) {
 	if err != nil {
 		t.Fatalf("Acquire in another app: %v", err)
 	}
-	release()
+	release.Release()
 }
 
 func testLockWaitTimesOut(t *testing.T, l sessions.Locker) {
@@ -81,7 +82,7 @@ func testLockWaitSucceeds(t *testing.T, l sessions.Locker) {
 	if err != nil {
 		t.Fatalf("Acquire while waiting for a release: %v", err)
 	}
-	second()
+	second.Release()
 }
 
 func testLockContextCancelled(t *testing.T, l sessions.Locker) {
@@ -107,10 +108,10 @@ func testLockReleaseIdempotent(t *testing.T, l sessions.Locker) {
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	first()
-	first()
+	first.Release()
+	first.Release()
 	acquire(t, l, user, "s1")
-	first() // a stale release must not free the new holder's lease
+	first.Release() // a stale release must not free the new holder's lease
 	if _, err := l.Acquire(t.Context(), app, user, "s1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("Acquire after a stale release: err = %v, want ErrConflict", err)
 	}
@@ -137,7 +138,7 @@ func testLockMutualExclusion(t *testing.T, l sessions.Locker) {
 			time.Sleep(time.Millisecond)
 			inside.Add(-1)
 			done.Add(1)
-			release()
+			release.Release()
 		})
 	}
 	wg.Wait()
@@ -152,5 +153,28 @@ func testLockMutualExclusion(t *testing.T, l sessions.Locker) {
 func testLockInvalid(t *testing.T, l sessions.Locker) {
 	if _, err := l.Acquire(t.Context(), "", user, "s1", 0); !errors.Is(err, sessions.ErrInvalid) {
 		t.Errorf("Acquire without app: err = %v, want ErrInvalid", err)
+	}
+}
+
+// testLockRenew: a held lease renews, and keeps the session busy; a
+// released one does not renew, and the session is free.
+func testLockRenew(t *testing.T, l sessions.Locker) {
+	lease, err := l.Acquire(t.Context(), app, user, "s1", 0)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if err := lease.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew of a held lease: %v", err)
+	}
+	if _, err := l.Acquire(t.Context(), app, user, "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("Acquire after a renewal: err = %v, want ErrConflict", err)
+	}
+	lease.Release()
+	if err := lease.Renew(t.Context()); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("Renew of a released lease: err = %v, want ErrConflict", err)
+	}
+	acquire(t, l, user, "s1")
+	if err := lease.Renew(t.Context()); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("Renew of a released lease under another holder: err = %v, want ErrConflict", err)
 	}
 }

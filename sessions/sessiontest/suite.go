@@ -2,7 +2,8 @@
 // runs. It checks the contract documented on sessions.Service: ids, sentinel
 // errors, isolation between users, listing and pagination, cascading deletes,
 // the three state scopes, temp: and partial data, event round trips, copy
-// semantics, concurrent appends and LastUpdateTime; sessions.GetOrCreate
+// semantics, concurrent appends, LastUpdateTime and unlisted sessions;
+// for services that are sessions.Refs, the refs index; sessions.GetOrCreate
 // (through the service's GetOrCreator when it has one); and, for services that
 // are a sessions.BatchAppender, AppendEvents: the same effects as appending
 // one by one, all or nothing, batches that never interleave.
@@ -70,6 +71,7 @@ func Run(t *testing.T, newService func(t *testing.T) sessions.Service) {
 		{"AppendedEventNotAliased", testAppendedEventNotAliased},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"LastUpdateTime", testLastUpdateTime},
+		{"Unlisted", testUnlisted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +94,15 @@ func Run(t *testing.T, newService func(t *testing.T) sessions.Service) {
 				t.Skipf("%T is not a sessions.BatchAppender", svc)
 			}
 			tt.fn(t, svc, b)
+		})
+	}
+	for _, tt := range refsTests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, ok := newService(t).(sessions.Refs)
+			if !ok {
+				t.Skip("not a sessions.Refs")
+			}
+			tt.fn(t, r)
 		})
 	}
 }
