@@ -146,8 +146,13 @@ func (t *Tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[stri
 		SetParamHeaders(req.Header, tc.Invocation().Params())
 	}
 	// The configured headers last: a parameter (which a model may have
-	// generated) never replaces one.
+	// generated) never replaces one, whatever the case of its name.
 	for k, v := range t.cfg.Headers {
+		for have := range req.Header {
+			if strings.EqualFold(have, k) {
+				delete(req.Header, have)
+			}
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := t.client.Do(req)
