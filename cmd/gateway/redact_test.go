@@ -184,7 +184,7 @@ models:
 // agents reach every hop out of the process (a model provider, a remote
 // A2A agent by transfer and as a tool, GET and POST HTTP tools, an MCP
 // server, an OpenAPI service), each behind a recording server. The caller
-// hides userId; the user repeats it in text, an image URL, a text file
+// or the agents' declarations hide userId; the user repeats it in text, an image URL, a text file
 // and a binary image, and the scripted model writes it into every call.
 // No recorded request holds it in any form; the HTTP tools still get it
 // in their X-Agentgate-Param-userId header, as designed.
@@ -249,18 +249,26 @@ func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
 				"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}},
 		}
 	}
+	// Each message is sent twice: once hidden by the caller, once shown by
+	// the caller and hidden only by the agents' declarations (which a
+	// remote agent below them inherits).
 	send := func(t *testing.T, modelID, text string) {
 		t.Helper()
-		body, _ := json.Marshal(map[string]any{"model": modelID, "messages": []any{map[string]any{"role": "user", "content": parts(text)}},
-			"metadata": map[string]string{"param.userId": hiddenUser, "param.userId.send_to_model": "false"}})
-		resp, err := http.Post(gw.base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("status %d: %s", resp.StatusCode, raw)
+		for _, md := range []map[string]string{
+			{"param.userId": hiddenUser, "param.userId.send_to_model": "false"},
+			{"param.userId": hiddenUser},
+		} {
+			body, _ := json.Marshal(map[string]any{"model": modelID, "messages": []any{map[string]any{"role": "user", "content": parts(text)}},
+				"metadata": md})
+			resp, err := http.Post(gw.base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
 		}
 	}
 
