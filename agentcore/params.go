@@ -7,13 +7,10 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
 	"google.golang.org/genai"
-
-	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 // Parameters follow RavenDB's AI-agent model. Agents declare the
@@ -370,9 +367,12 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 	case a == ps.index.root && ps.rootValues != nil:
 		r = &agentParams{values: ps.rootValues}
 	case !declares:
-		// Transparent: a workflow agent hands on its parent's values.
+		// Transparent: a workflow or remote agent hands on its parent's
+		// values and hides what the parent hides. A copy: the parent's
+		// own record must keep its hidden names.
 		if p := ps.index.parent[a.Name()]; p != nil {
-			r = ps.resolveLocked(p)
+			pr := ps.resolveLocked(p)
+			r = &agentParams{values: pr.values, hidden: pr.hidden, missing: pr.missing}
 		} else {
 			r = &agentParams{}
 		}
@@ -383,7 +383,9 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 		}
 		r = resolve(a.Name(), specs, parent, ps.conv, nil)
 	}
-	r.hidden = hiddenFor(specs, r.values)
+	if r.hidden == nil {
+		r.hidden = hiddenFor(specs, r.values)
+	}
 	for n := range r.hidden {
 		v, _ := r.values.Get(n)
 		ps.secrets.add(n, v.Value)
@@ -556,10 +558,10 @@ func (s *secretSet) empty() bool {
 	return len(s.values) == 0
 }
 
-// redactor returns the redactor for a request of agent a: every hidden
+// redactor returns the redactor for what agent a sends out: every hidden
 // value of the conversation but those a's model is allowed to see. Nil
 // when there is nothing to redact.
-func (ps *paramState) redactor(a Agent) *redactor {
+func (ps *paramState) redactor(a Agent) *Redactor {
 	r := ps.forAgent(a)
 	if ps.secrets.empty() {
 		return nil
@@ -576,148 +578,13 @@ func (ps *paramState) redactor(a Agent) *redactor {
 	}
 	ps.secrets.mu.Lock()
 	defer ps.secrets.mu.Unlock()
-	type pair struct{ value, name string }
-	var pairs []pair
+	var secrets []hiddenValue
 	for v, n := range ps.secrets.values {
 		if !allowed[v] {
-			pairs = append(pairs, pair{v, n})
+			secrets = append(secrets, hiddenValue{value: v, name: n})
 		}
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	// Longest first, so a value containing another is replaced whole.
-	sort.Slice(pairs, func(i, j int) bool {
-		if len(pairs[i].value) != len(pairs[j].value) {
-			return len(pairs[i].value) > len(pairs[j].value)
-		}
-		return pairs[i].value < pairs[j].value
-	})
-	args := make([]string, 0, 2*len(pairs))
-	exact := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		ph := "[hidden:" + p.name + "]"
-		args = append(args, p.value, ph)
-		exact[p.value] = ph
-	}
-	return &redactor{r: strings.NewReplacer(args...), exact: exact}
-}
-
-// redactor replaces hidden values in text and JSON-like values.
-type redactor struct {
-	r     *strings.Replacer
-	exact map[string]string
-}
-
-func (r *redactor) text(s string) string { return r.r.Replace(s) }
-
-// value returns v with hidden values replaced in every string, and every
-// number equal to a hidden value replaced by its placeholder. v is not
-// changed.
-func (r *redactor) value(v any) any {
-	switch t := v.(type) {
-	case string:
-		return r.text(t)
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[r.text(k)] = r.value(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = r.value(e)
-		}
-		return out
-	case bool, nil:
-		return v
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	if ph, ok := r.exact[string(b)]; ok {
-		return ph
-	}
-	if len(b) > 0 && (b[0] == '{' || b[0] == '[' || b[0] == '"') {
-		// A typed value (a struct a tool returned): redact its JSON form.
-		var back any
-		if json.Unmarshal(b, &back) == nil {
-			return r.value(back)
-		}
-	}
-	return v
-}
-
-// redactRequest returns req with every hidden value the current agent may
-// not see replaced by "[hidden:<name>]": in the system instruction, every
-// content (text, function call arguments, function responses, code), so
-// values a tool or a sub-agent echoed never reach the model. req itself is
-// not changed.
-func (inv *Invocation) redactRequest(req *model.Request) *model.Request {
-	if inv.sh.pstate == nil || req == nil {
-		return req
-	}
-	r := inv.sh.pstate.redactor(inv.agent)
-	if r == nil {
-		return req
-	}
-	out := *req
-	if req.Config != nil {
-		cfg := *req.Config
-		cfg.SystemInstruction = r.content(cfg.SystemInstruction)
-		out.Config = &cfg
-	}
-	out.Contents = make([]*genai.Content, len(req.Contents))
-	for i, c := range req.Contents {
-		out.Contents[i] = r.content(c)
-	}
-	return &out
-}
-
-func (r *redactor) content(c *genai.Content) *genai.Content {
-	if c == nil {
-		return nil
-	}
-	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
-	for _, p := range c.Parts {
-		if p == nil {
-			continue
-		}
-		np := *p
-		np.Text = r.text(p.Text)
-		if fc := p.FunctionCall; fc != nil {
-			c := *fc
-			c.Args = r.object(fc.Args)
-			np.FunctionCall = &c
-		}
-		if fr := p.FunctionResponse; fr != nil {
-			c := *fr
-			c.Response = r.object(fr.Response)
-			np.FunctionResponse = &c
-		}
-		if ec := p.ExecutableCode; ec != nil {
-			c := *ec
-			c.Code = r.text(ec.Code)
-			np.ExecutableCode = &c
-		}
-		if cr := p.CodeExecutionResult; cr != nil {
-			c := *cr
-			c.Output = r.text(cr.Output)
-			np.CodeExecutionResult = &c
-		}
-		out.Parts = append(out.Parts, &np)
-	}
-	return out
-}
-
-func (r *redactor) object(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out, _ := r.value(m).(map[string]any)
-	return out
+	return newRedactor(secrets)
 }
 
 // Params are the current agent's parameter values (see Invocation.Params).

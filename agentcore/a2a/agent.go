@@ -256,8 +256,10 @@ func (a *Agent) Run(ctx context.Context, inv *agentcore.Invocation) iter.Seq2[*s
 
 // prepare decides what to send: the answer to this agent's pause when the
 // turn carries one, else the user's messages since the agent last spoke.
+// Either is redacted of the conversation's hidden values first.
 func (a *Agent) prepare(inv *agentcore.Invocation, ep Endpoint) (call, error) {
 	evs := inv.Events()
+	red := inv.Redactor()
 	if uc := inv.UserContent(); uc != nil {
 		for _, p := range uc.Parts {
 			if p == nil || p.FunctionResponse == nil {
@@ -281,7 +283,7 @@ func (a *Agent) prepare(inv *agentcore.Invocation, ep Endpoint) (call, error) {
 					token = a.cfg.Endpoint.Token
 				}
 				msg := Message{MessageID: a.cfg.NewID(), Role: RoleUser, TaskID: taskID, ContextID: contextID,
-					Parts: answerParts(p.FunctionResponse.Response)}
+					Parts: answerParts(red.Object(p.FunctionResponse.Response))}
 				return call{url: url, token: token, msg: msg}, nil
 			}
 		}
@@ -293,11 +295,11 @@ func (a *Agent) prepare(inv *agentcore.Invocation, ep Endpoint) (call, error) {
 			break
 		}
 		if ev.Author == "user" {
-			parts = append(contentParts(ev.Content), parts...)
+			parts = append(contentParts(red.Content(ev.Content)), parts...)
 		}
 	}
 	if len(parts) == 0 {
-		parts = contentParts(inv.UserContent())
+		parts = contentParts(red.Content(inv.UserContent()))
 	}
 	if len(parts) == 0 {
 		return call{}, errors.New("there is no message to send to the remote agent")

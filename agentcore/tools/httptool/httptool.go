@@ -119,16 +119,11 @@ func New(cfg Config) (*Tool, error) {
 func (t *Tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[string]any) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
+	args = tc.Redactor().Object(args)
 	var body io.Reader
 	target := t.cfg.URL
 	if slices.Contains(bodyless, t.cfg.Method) {
-		u, _ := url.Parse(t.cfg.URL) // validated by New
-		q := u.Query()
-		for k, v := range args {
-			q.Set(k, scalarString(v))
-		}
-		u.RawQuery = q.Encode()
-		target = u.String()
+		target = withArgs(t.cfg.URL, args)
 	} else {
 		if args == nil {
 			args = map[string]any{}
@@ -147,11 +142,18 @@ func (t *Tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[stri
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	for k, v := range t.cfg.Headers {
-		req.Header.Set(k, v)
-	}
 	if tc != nil {
 		SetParamHeaders(req.Header, tc.Invocation().Params())
+	}
+	// The configured headers last: a parameter (which a model may have
+	// generated) never replaces one, whatever the case of its name.
+	for k, v := range t.cfg.Headers {
+		for have := range req.Header {
+			if strings.EqualFold(have, k) {
+				delete(req.Header, have)
+			}
+		}
+		req.Header.Set(k, v)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
@@ -159,6 +161,28 @@ func (t *Tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[stri
 	}
 	defer resp.Body.Close()
 	return ReadResult(ctx, t.cfg.Timeout, resp, t.cfg.MaxResponseBytes)
+}
+
+// withArgs adds args to the query of the configured URL, which is kept as
+// written: an argument named like a query parameter the config wrote is
+// left out, so a model can fill what the config leaves open but never
+// change what it pinned.
+func withArgs(configured string, args map[string]any) string {
+	u, _ := url.Parse(configured) // validated by New
+	pinned, _ := url.ParseQuery(u.RawQuery)
+	extra := url.Values{}
+	for k, v := range args {
+		if _, ok := pinned[k]; !ok {
+			extra.Set(k, scalarString(v))
+		}
+	}
+	if len(extra) > 0 {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += extra.Encode()
+	}
+	return u.String()
 }
 
 var headerNameRE = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)

@@ -300,3 +300,39 @@ func TestDeclaration(t *testing.T) {
 		t.Errorf("declaration = %+v", d)
 	}
 }
+
+// TestConfiguredQueryIsPinned: a GET tool's query parameters written in
+// its URL keep their values; arguments of the same name are left out, the
+// others fill the query.
+func TestConfiguredQueryIsPinned(t *testing.T) {
+	srv, got := upstream(t, jsonReply(200, `{}`))
+	tl := mustTool(t, httptool.Config{Name: "search", Method: "GET", URL: srv.URL + "/search?tenant=acme&v=2"})
+	if _, err := tl.Run(context.Background(), nil, map[string]any{"tenant": "evil", "v": 3, "q": "cats"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := got()
+	if len(reqs) != 1 || reqs[0].Path != "/search" || reqs[0].Query != "tenant=acme&v=2&q=cats" {
+		t.Fatalf("requests: %+v", reqs)
+	}
+}
+
+// TestConfiguredHeaderIsPinned: a configured header wins over the
+// parameter header of the same name (in any case), which a model may
+// have generated.
+func TestConfiguredHeaderIsPinned(t *testing.T) {
+	srv, got := upstream(t, jsonReply(200, `{}`))
+	tl := mustTool(t, httptool.Config{Name: "search", URL: srv.URL + "/search",
+		Headers: map[string]string{"X-Agentgate-Param-Tenant": "acme"}})
+	h := tooltest.New(t, tooltest.Config{Tools: []agentcore.Tool{tl}, Rules: []scripted.Rule{
+		{Agent: "agent", AfterTool: "search", Reply: "done"},
+		{Agent: "agent", Call: &scripted.Call{Name: "search"}},
+	}, Params: []agentcore.ParamSpec{{Name: "tenant"}}})
+	h.Turn("search", agentcore.NewParams(map[string]agentcore.Param{"tenant": {Value: "evil", SendToModel: true, Generated: true}}))
+	reqs := got()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if vs := reqs[0].Header.Values("X-Agentgate-Param-Tenant"); len(vs) != 1 || vs[0] != "acme" {
+		t.Errorf("X-Agentgate-Param-Tenant = %q, want [acme]", vs)
+	}
+}

@@ -539,8 +539,8 @@ func newTool(ts *Toolset, mt *mcp.Tool) (*tool, error) {
 
 // Run implements agentcore.CallableTool. A result the server flags as an
 // error becomes an error, which the model sees as {"error": <its text>}.
-func (t *tool) Run(ctx context.Context, _ *agentcore.ToolContext, args map[string]any) (map[string]any, error) {
-	res, err := t.ts.call(ctx, t.remote, args)
+func (t *tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[string]any) (map[string]any, error) {
+	res, err := t.ts.call(ctx, t.remote, tc.Redactor().Object(args))
 	if err != nil {
 		return nil, err
 	}

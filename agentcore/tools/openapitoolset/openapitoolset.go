@@ -109,7 +109,9 @@ func New(cfg Config) (*Toolset, error) {
 	if name == "" && doc.Info != nil {
 		name = doc.Info.Title
 	}
-	caller := &caller{base: strings.TrimSuffix(base, "/"), headers: cfg.Headers, timeout: cfg.Timeout,
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/"), strings.TrimSuffix(u.RawPath, "/")
+	u.Fragment, u.RawFragment = "", ""
+	caller := &caller{base: u, headers: cfg.Headers, timeout: cfg.Timeout,
 		limit: cfg.MaxResponseBytes, client: httptool.NewClient(cfg.Client)}
 	ts := &Toolset{name: name}
 	used := map[string]bool{}
@@ -439,13 +441,14 @@ func deref[T any](p *T) T {
 }
 
 // Run implements agentcore.CallableTool: one request for the operation.
-func (t *tool) Run(ctx context.Context, _ *agentcore.ToolContext, args map[string]any) (map[string]any, error) {
+func (t *tool) Run(ctx context.Context, tc *agentcore.ToolContext, args map[string]any) (map[string]any, error) {
+	args = tc.Redactor().Object(args)
 	for _, r := range t.required {
 		if _, ok := args[r]; !ok {
 			return nil, fmt.Errorf("missing required argument %q", r)
 		}
 	}
-	p := t.path
+	vals := map[string]string{}
 	q := url.Values{}
 	h := http.Header{}
 	var body any
@@ -458,7 +461,7 @@ func (t *tool) Run(ctx context.Context, _ *agentcore.ToolContext, args map[strin
 		}
 		switch a.in {
 		case openapi3.ParameterInPath:
-			p = strings.ReplaceAll(p, "{"+a.name+"}", url.PathEscape(scalar(v)))
+			vals[a.name] = scalar(v)
 		case openapi3.ParameterInQuery:
 			if list, ok := v.([]any); ok {
 				for _, x := range list {
@@ -475,8 +478,9 @@ func (t *tool) Run(ctx context.Context, _ *agentcore.ToolContext, args map[strin
 			body = v
 		}
 	}
-	if strings.Contains(p, "{") {
-		return nil, fmt.Errorf("missing path parameter in %s", p)
+	p, err := expandPath(t.path, vals)
+	if err != nil {
+		return nil, err
 	}
 	if len(bodyProps) > 0 {
 		body = bodyProps
@@ -485,6 +489,37 @@ func (t *tool) Run(ctx context.Context, _ *agentcore.ToolContext, args map[strin
 		return nil, errors.New(`missing required argument "body"`)
 	}
 	return t.c.do(ctx, t.method, p, q, h, body)
+}
+
+// expandPath fills the path parameters of template, each value escaped
+// (so '/', '?' and '#' stay inside their segment). A segment a value
+// fills may not end up empty, "." or "..", which a server would read as
+// another path than the template's.
+func expandPath(template string, vals map[string]string) (string, error) {
+	segs := strings.Split(template, "/")
+	for i, seg := range segs {
+		if !strings.Contains(seg, "{") {
+			continue
+		}
+		for name, v := range vals {
+			seg = strings.ReplaceAll(seg, "{"+name+"}", url.PathEscape(v))
+		}
+		if strings.Contains(seg, "{") {
+			return "", fmt.Errorf("missing path parameter in %s", template)
+		}
+		switch percentDot(seg) {
+		case "", ".", "..":
+			return "", fmt.Errorf("path parameters may not make the segment %q of %s (empty, \".\" or \"..\")", seg, template)
+		}
+		segs[i] = seg
+	}
+	return strings.Join(segs, "/"), nil
+}
+
+// percentDot reads the escaped dots of a segment as dots, as a
+// normalizing server does.
+func percentDot(seg string) string {
+	return strings.NewReplacer("%2E", ".", "%2e", ".").Replace(seg)
 }
 
 // scalar renders a parameter value: strings as they are, the rest as JSON.
@@ -496,9 +531,34 @@ func scalar(v any) string {
 	return string(raw)
 }
 
+// url is the base URL with the escaped path p added and the query
+// parameters of q that the base URL does not pin.
+func (c *caller) url(p string, q url.Values) string {
+	u := *c.base
+	query := u.RawQuery
+	u.RawQuery = ""
+	pinned, _ := url.ParseQuery(query)
+	for k := range pinned {
+		q.Del(k)
+	}
+	if len(q) > 0 {
+		if query != "" {
+			query += "&"
+		}
+		query += q.Encode()
+	}
+	target := u.String() + p
+	if query != "" {
+		target += "?" + query
+	}
+	return target
+}
+
 // caller sends the operations' requests to the base URL.
 type caller struct {
-	base    string
+	// base is the configured base URL without a trailing slash; its
+	// query parameters are pinned.
+	base    *url.URL
 	headers map[string]string
 	timeout time.Duration
 	limit   int64
@@ -508,10 +568,7 @@ type caller struct {
 func (c *caller) do(ctx context.Context, method, p string, q url.Values, h http.Header, body any) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	target := c.base + p
-	if len(q) > 0 {
-		target += "?" + q.Encode()
-	}
+	target := c.url(p, q)
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)

@@ -289,3 +289,31 @@ func TestServerURLDefault(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
+
+// TestCallsStayWhereConfigPutThem: a path parameter stays inside its
+// segment ('/', '?' and '#' escaped) and may not make it ".", ".." or
+// empty (the call fails, nothing is sent); a query parameter the base URL
+// pins keeps its configured value whatever the model writes.
+func TestCallsStayWhereConfigPutThem(t *testing.T) {
+	p := newPetstore(t)
+	_, tools := load(t, openapitoolset.Config{Spec: "testdata/petstore.yaml", BaseURL: p.srv.URL + "/v1?species=cat&key=k1"})
+	for _, bad := range []string{"..", ".", ""} {
+		if _, err := tools["get_pets_petId"].Run(context.Background(), nil, map[string]any{"petId": bad}); err == nil {
+			t.Errorf("petId %q: the call was made", bad)
+		}
+	}
+	for _, petID := range []string{"7", "a/../../admin", "7?admin=1#x", "%2E%2E"} {
+		_, _ = tools["get_pets_petId"].Run(context.Background(), nil, map[string]any{"petId": petID})
+	}
+	_, _ = tools["listPets"].Run(context.Background(), nil, map[string]any{"species": "dog", "limit": 3})
+	want := []string{
+		"GET /v1/pets/7?species=cat&key=k1",
+		"GET /v1/pets/a%2F..%2F..%2Fadmin?species=cat&key=k1",
+		"GET /v1/pets/7%3Fadmin=1%23x?species=cat&key=k1",
+		"GET /v1/pets/%252E%252E?species=cat&key=k1",
+		"GET /v1/pets?species=cat&key=k1&limit=3",
+	}
+	if diff := cmp.Diff(want, p.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
