@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 // ToContents converts request messages to the runtime's history.
@@ -473,6 +475,22 @@ func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err
 	}
 	return nil, false, InvalidRequest("response_format.type", fmt.Sprintf(
 		"Invalid value: '%s'. Supported values are: 'text', 'json_object', 'json_schema'.", rf.Type))
+}
+
+// ModelOptions are the request's settings for the model calls beyond
+// genai's config: the json_schema's name and strict flag, parallel tool
+// calls, reasoning effort (reasoning_effort, else reasoning.effort),
+// verbosity and service tier.
+func (req *ChatCompletionRequest) ModelOptions() model.Options {
+	o := model.Options{ParallelToolCalls: req.ParallelToolCalls, ReasoningEffort: req.ReasoningEffort,
+		Verbosity: req.Verbosity, ServiceTier: req.ServiceTier}
+	if o.ReasoningEffort == "" && req.Reasoning != nil {
+		o.ReasoningEffort = deref(req.Reasoning.Effort)
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type == FormatJSONSchema && rf.JSONSchema != nil {
+		o.SchemaName, o.SchemaStrict = rf.JSONSchema.Name, rf.JSONSchema.Strict
+	}
+	return o
 }
 
 // GenerationSettings returns a copy of base (a new config when nil) with the

@@ -34,6 +34,17 @@ type ChatCompletionRequest struct {
 	FrequencyPenalty    *float64      `json:"frequency_penalty,omitempty"`
 	N                   *int64        `json:"n,omitempty"`
 
+	// Logprobs and TopLogprobs are refused (Validate): an agent tree's
+	// answer comes from several model calls.
+	Logprobs    *bool  `json:"logprobs,omitempty"`
+	TopLogprobs *int64 `json:"top_logprobs,omitempty"`
+	// ReasoningEffort, or Reasoning.Effort (the form some clients send),
+	// Verbosity and ServiceTier reach the model calls of the turn.
+	ReasoningEffort string           `json:"reasoning_effort,omitempty"`
+	Reasoning       *ReasoningConfig `json:"reasoning,omitempty"`
+	Verbosity       string           `json:"verbosity,omitempty"`
+	ServiceTier     string           `json:"service_tier,omitempty"`
+
 	User             string            `json:"user,omitempty"`
 	SafetyIdentifier string            `json:"safety_identifier,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`

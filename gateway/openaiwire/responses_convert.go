@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 // Limits the specification puts on requests.
@@ -170,6 +172,19 @@ func (r *ResponsesRequest) ReasoningEffort() string {
 
 // Verbosity is text.verbosity, "" when not given.
 func (r *ResponsesRequest) Verbosity() string { return r.textVerbosity() }
+
+// ModelOptions are the request's settings for the model calls beyond
+// genai's config, as ChatCompletionRequest.ModelOptions has them: the
+// json_schema format's name and strict flag, parallel tool calls,
+// reasoning.effort, text.verbosity and service tier.
+func (r *ResponsesRequest) ModelOptions() model.Options {
+	o := model.Options{ParallelToolCalls: r.ParallelToolCalls, ReasoningEffort: r.ReasoningEffort(),
+		Verbosity: r.Verbosity(), ServiceTier: r.ServiceTier}
+	if f, err := r.OutputFormat(); err == nil && f.Schema != nil {
+		o.SchemaName, o.SchemaStrict = f.Name, f.Strict
+	}
+	return o
+}
 
 func (r *ResponsesRequest) validateTools() *Error {
 	seen := map[string]bool{}

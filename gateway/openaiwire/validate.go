@@ -33,6 +33,9 @@ func (r *ChatCompletionRequest) Validate() (Conversation, error) {
 	if err := r.validateSampling(); err != nil {
 		return Conversation{}, err
 	}
+	if err := r.validateOptions(); err != nil {
+		return Conversation{}, err
+	}
 	if err := r.validateTools(); err != nil {
 		return Conversation{}, err
 	}
@@ -96,6 +99,35 @@ func (r *ChatCompletionRequest) validateSampling() error {
 	}{{"max_tokens", r.MaxTokens}, {"max_completion_tokens", r.MaxCompletionTokens}} {
 		s.maxTokens = c.v
 		if err := s.check(c.param, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateOptions refuses log probabilities and checks the reasoning,
+// verbosity and service tier values.
+func (r *ChatCompletionRequest) validateOptions() error {
+	if r.Logprobs != nil && *r.Logprobs {
+		return logprobsRefused("logprobs")
+	}
+	if r.TopLogprobs != nil && *r.TopLogprobs != 0 {
+		return logprobsRefused("top_logprobs")
+	}
+	var effort string
+	if r.Reasoning != nil {
+		effort = deref(r.Reasoning.Effort)
+	}
+	for _, e := range []struct {
+		param, value string
+		allowed      []string
+	}{
+		{"reasoning_effort", r.ReasoningEffort, ReasoningEfforts},
+		{"reasoning.effort", effort, ReasoningEfforts},
+		{"verbosity", r.Verbosity, Verbosities},
+		{"service_tier", r.ServiceTier, ServiceTiers},
+	} {
+		if err := checkEnum(e.param, e.value, e.allowed); err != nil {
 			return err
 		}
 	}
