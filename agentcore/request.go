@@ -29,6 +29,10 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if err != nil {
 		return nil, err
 	}
+	o := inv.sh.overrides
+	if o != nil && o.Instruction != "" && a == inv.sh.root {
+		dynamic = joinNonEmpty("\n\n", dynamic, o.Instruction)
+	}
 	if roster := a.roster(inv, tools); roster != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, roster)
 	}
@@ -53,19 +57,38 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
-	if o := inv.sh.overrides; o != nil {
-		applyOverrides(cfg, o, a == inv.sh.root && a.cfg.OutputSchema == nil)
+	schema := o != nil && a == inv.sh.root && a.cfg.OutputSchema == nil
+	if o != nil {
+		applyOverrides(cfg, o, schema)
+		req.Options = model.Options{ReasoningEffort: o.Options.ReasoningEffort, Verbosity: o.Options.Verbosity,
+			ServiceTier: o.Options.ServiceTier}
+		if schema && cfg.ResponseJsonSchema != nil {
+			req.Options.SchemaName, req.Options.SchemaStrict = o.Options.SchemaName, o.Options.SchemaStrict
+		}
 	}
 	var decls []*genai.FunctionDeclaration
+	var own []string // the names of the functions that are not the client's
+	client := false  // a function of the client is offered
 	for _, t := range tools.list {
 		if ct, ok := t.(CallableTool); ok {
 			if d := declarationFor(ct, inv); d != nil {
 				decls = append(decls, d)
+				if _, isClient := t.(*ClientTool); isClient {
+					client = true
+				} else {
+					own = append(own, d.Name)
+				}
 			}
 		}
 	}
 	if len(decls) > 0 {
 		cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
+	}
+	if o != nil && client {
+		if o.ToolConfig != nil {
+			cfg.ToolConfig = clientToolConfig(o.ToolConfig, own)
+		}
+		req.Options.ParallelToolCalls = o.Options.ParallelToolCalls
 	}
 	rc := &ReadonlyContext{inv: inv}
 	for _, t := range tools.list {
@@ -303,7 +326,42 @@ func applyOverrides(cfg *genai.GenerateContentConfig, o *Overrides, schema bool)
 			cfg.FrequencyPenalty = g.FrequencyPenalty
 		}
 	}
-	if o.ToolConfig != nil {
-		cfg.ToolConfig = o.ToolConfig
+	if effort := o.Options.ReasoningEffort; effort != "" {
+		cfg.ThinkingConfig = thinkingFor(effort)
 	}
+}
+
+// thinkingFor maps a reasoning effort onto genai's thinking settings:
+// none turns thinking off, xhigh is the highest level genai has.
+func thinkingFor(effort string) *genai.ThinkingConfig {
+	levels := map[string]genai.ThinkingLevel{"minimal": genai.ThinkingLevelMinimal, "low": genai.ThinkingLevelLow,
+		"medium": genai.ThinkingLevelMedium, "high": genai.ThinkingLevelHigh, "xhigh": genai.ThinkingLevelHigh}
+	if effort == "none" {
+		return &genai.ThinkingConfig{ThinkingBudget: genai.Ptr[int32](0)}
+	}
+	if level, ok := levels[effort]; ok {
+		return &genai.ThinkingConfig{ThinkingLevel: level}
+	}
+	return nil
+}
+
+// clientToolConfig is the tool config of a call that offers the client's
+// functions besides the agent's own (named own): the client's choice,
+// except that NONE withdraws only the client's functions (the model may
+// still transfer or call agents as tools) and a choice limited to some of
+// the client's functions in AUTO or VALIDATED mode keeps the agent's own.
+func clientToolConfig(tc *genai.ToolConfig, own []string) *genai.ToolConfig {
+	fc := tc.FunctionCallingConfig
+	if fc == nil || len(own) == 0 {
+		return tc
+	}
+	switch {
+	case fc.Mode == genai.FunctionCallingConfigModeNone:
+		fc = &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeValidated, AllowedFunctionNames: own}
+	case len(fc.AllowedFunctionNames) > 0 && (fc.Mode == genai.FunctionCallingConfigModeAuto || fc.Mode == genai.FunctionCallingConfigModeValidated):
+		fc = &genai.FunctionCallingConfig{Mode: fc.Mode, AllowedFunctionNames: slices.Concat(fc.AllowedFunctionNames, own)}
+	default:
+		return tc
+	}
+	return &genai.ToolConfig{FunctionCallingConfig: fc, RetrievalConfig: tc.RetrievalConfig}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore/artifact"
 	"github.com/agentgate/agentgate/agentcore/memory"
+	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -141,8 +142,20 @@ type Overrides struct {
 	// Generate overlays generation settings (temperature, max tokens, ...)
 	// on every model call; nil fields leave the agent's own.
 	Generate *genai.GenerateContentConfig
-	// ToolConfig constrains function calling (tool_choice).
+	// ToolConfig constrains function calling (tool_choice), on the calls
+	// that offer the client's functions (RunRequest.ClientTools) and only
+	// as far as the client's functions go: NONE withdraws them and leaves
+	// the agents' own functions (transfers, agents as tools) callable.
 	ToolConfig *genai.ToolConfig
+	// Options are laid over the model calls they apply to: the schema's
+	// name and strictness with OutputSchema, ParallelToolCalls with
+	// ToolConfig, the reasoning effort (also as genai's ThinkingConfig),
+	// verbosity and service tier on every call.
+	Options model.Options
+	// Instruction is appended to the root agent's instruction, verbatim
+	// (not templated): a client's system text, when the model's
+	// configuration lets it in.
+	Instruction string
 }
 
 // UnknownCallError reports a function response for a call that no paused

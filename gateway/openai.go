@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/a2a"
+	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -182,7 +183,7 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 	rr := agentcore.RunRequest{UserID: user, NewMessage: msg, Config: agentcore.RunConfig{Streaming: req.Stream},
 		ClientTools: openaiwire.ToFunctionDeclarations(req.Tools)}
 	var err error
-	if rr.Overrides, err = overridesFrom(a, req); err != nil {
+	if rr.Overrides, err = overridesFrom(a, req, conv.System); err != nil {
 		return nil, err
 	}
 	if rr.Params, err = s.chatParams(ctx, a, req.Metadata); err != nil {
@@ -277,9 +278,11 @@ func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create
 	return sess, lease, err
 }
 
-// overridesFrom maps response_format, sampling settings and tool_choice;
+// overridesFrom maps response_format, sampling settings, tool_choice, the
+// model options and, when the model lets them in, the client's system
+// messages (system);
 // nil when the request has none of them.
-func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Overrides, error) {
+func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest, system string) (*agentcore.Overrides, error) {
 	schema, jsonMode, err := openaiwire.OutputSchema(req.ResponseFormat)
 	if err != nil {
 		return nil, err
@@ -289,11 +292,15 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest) (*agentcore.Ov
 			return nil, badRequest("response_format", fmt.Sprintf("Model %s is served by a %T workflow; response_format needs an LLM agent at the root.", a.ID, a.Root))
 		}
 	}
-	gen, tools := openaiwire.GenerationSettings(req, nil), openaiwire.ToToolConfig(req.ToolChoice)
-	if schema == nil && !jsonMode && gen == nil && tools == nil {
+	gen, tools, opts := openaiwire.GenerationSettings(req, nil), openaiwire.ToToolConfig(req.ToolChoice), req.ModelOptions()
+	if !a.AppendClientInstructions {
+		system = ""
+	}
+	if schema == nil && !jsonMode && gen == nil && tools == nil && opts == (model.Options{}) && system == "" {
 		return nil, nil // the agents' own settings apply
 	}
-	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tools}, nil
+	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tools,
+		Options: opts, Instruction: system}, nil
 }
 
 // encoderTools maps the client actions every turn of an app may show

@@ -44,6 +44,29 @@ type Request struct {
 	Agent    string
 	Contents []*genai.Content
 	Config   *genai.GenerateContentConfig
+	// Options are settings of this call that genai's config has no field
+	// for; each provider applies those its API knows.
+	Options Options
+}
+
+// Options are per-call settings beyond genai.GenerateContentConfig, as a
+// client asked for them. The zero value asks for nothing.
+type Options struct {
+	// SchemaName and SchemaStrict are the client's name for Config's
+	// response schema and whether it must be followed strictly ("" and
+	// nil: the provider's defaults).
+	SchemaName   string
+	SchemaStrict *bool
+	// ParallelToolCalls allows or forbids several function calls in one
+	// answer (nil: the provider's default). It is set only on calls that
+	// offer functions.
+	ParallelToolCalls *bool
+	// ReasoningEffort is none, minimal, low, medium, high or xhigh.
+	ReasoningEffort string
+	// Verbosity is low, medium or high.
+	Verbosity string
+	// ServiceTier is auto, default, flex or priority.
+	ServiceTier string
 }
 
 // Response is one model response, partial or whole.

@@ -145,6 +145,10 @@ type VirtualModel struct {
 	// StreamSubAgents streams the events of agents called as tools on the
 	// native surface by default (a request may also ask for it).
 	StreamSubAgents bool `yaml:"stream_sub_agents"`
+	// ClientInstructions is what becomes of a client's system and
+	// developer messages (and instructions): ignore (default) or append
+	// (to the root agent's instruction).
+	ClientInstructions string `yaml:"client_instructions"`
 }
 
 // Set is everything that defines the trees.
@@ -183,6 +187,9 @@ type App struct {
 	RouteToRoot bool
 	// StreamSubAgents streams agent-tool events on the native surface.
 	StreamSubAgents bool
+	// AppendClientInstructions appends a client's system text to the root
+	// agent's instruction (client_instructions: append).
+	AppendClientInstructions bool
 	// ClientActions maps the name shown to clients
 	// ("<agent>__<action>" for agents below the root) to the action's
 	// agent and function name.
@@ -245,6 +252,11 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		default:
 			b.errf("%s.route_next_turn: must be active or root, not %q", key, m.RouteNextTurn)
 		}
+		switch m.ClientInstructions {
+		case "", "ignore", "append":
+		default:
+			b.errf("%s.client_instructions: must be ignore or append, not %q", key, m.ClientInstructions)
+		}
 		root := b.agents[m.Agent]
 		if root == nil {
 			continue // its own errors were reported
@@ -254,7 +266,8 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 			continue
 		}
 		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
-			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent)}
+			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent),
+			AppendClientInstructions: m.ClientInstructions == "append"}
 		if app.Description == "" {
 			app.Description = root.Description()
 		}

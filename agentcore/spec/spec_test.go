@@ -78,6 +78,7 @@ func TestBuildErrorsNameTheKey(t *testing.T) {
 		{"model with unknown agent", func(s *spec.Set) { s.Models[0].Agent = "zz" }, `models[0].agent: unknown agent "zz"`},
 		{"duplicate model", func(s *spec.Set) { s.Models = append(s.Models, s.Models[0]) }, `models[1].id: duplicate model id "m"`},
 		{"bad route", func(s *spec.Set) { s.Models[0].RouteNextTurn = "random" }, "models[0].route_next_turn"},
+		{"bad client instructions", func(s *spec.Set) { s.Models[0].ClientInstructions = "prepend" }, "models[0].client_instructions: must be ignore or append"},
 		{"no models", func(s *spec.Set) { s.Models = nil }, "models: at least one virtual model is required"},
 		{"bad scripted regexp", func(s *spec.Set) { s.Providers[0].Rules = []scripted.Rule{{Match: "(", Reply: "x"}} }, "providers[0].rules[0].match"},
 	} {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 // ToContents converts request messages to the runtime's history.
@@ -123,17 +125,24 @@ func joinText(c *Content, allowed ...string) (string, *Error) {
 	if c.Parts == nil {
 		return c.Text, nil
 	}
-	texts := make([]string, 0, len(c.Parts))
-	for j, p := range c.Parts {
-		if !slices.Contains(allowed, p.Type) {
-			return "", InvalidRequest(fmt.Sprintf(".content[%d].type", j), fmt.Sprintf(
-				"Invalid value: '%s'. Supported values are: %s.", p.Type, quoteList(allowed)))
+	return joinParts(c.Parts, ".content", allowed, func(p *ContentPart) (string, string) { return p.Type, p.Text }, func(p *ContentPart) string { return p.Refusal })
+}
+
+// joinParts returns the text of parts joined by a newline: text from
+// typeText, refusal from refusal for refusal parts. Only parts of the
+// allowed types are accepted; param names the parts in errors.
+func joinParts[P any](parts []P, param string, allowed []string, typeText func(*P) (typ, text string), refusal func(*P) string) (string, *Error) {
+	texts := make([]string, 0, len(parts))
+	for j := range parts {
+		typ, text := typeText(&parts[j])
+		if !slices.Contains(allowed, typ) {
+			return "", InvalidRequest(fmt.Sprintf("%s[%d].type", param, j), fmt.Sprintf(
+				"Invalid value: '%s'. Supported values are: %s.", typ, quoteList(allowed)))
 		}
-		if p.Type == PartRefusal {
-			texts = append(texts, p.Refusal)
-		} else {
-			texts = append(texts, p.Text)
+		if typ == PartRefusal {
+			text = refusal(&parts[j])
 		}
+		texts = append(texts, text)
 	}
 	return strings.Join(texts, "\n"), nil
 }
@@ -181,20 +190,10 @@ func userPart(p ContentPart) (*genai.Part, *Error) {
 		}
 		return genai.NewPartFromText(p.Text), nil
 	case PartImageURL:
-		if p.ImageURL == nil || p.ImageURL.URL == "" {
-			return nil, InvalidRequest(".image_url.url", "Missing the image URL.")
+		if p.ImageURL == nil {
+			return imagePart("", "", ".image_url.url")
 		}
-		part, err := mediaPart(p.ImageURL.URL, ".image_url.url")
-		if err != nil {
-			return nil, err
-		}
-		switch p.ImageURL.Detail {
-		case "low":
-			part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionLow}
-		case "high":
-			part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionHigh}
-		}
-		return part, nil
+		return imagePart(p.ImageURL.URL, p.ImageURL.Detail, ".image_url.url")
 	case PartInputAudio:
 		if p.InputAudio == nil || p.InputAudio.Data == "" {
 			return nil, InvalidRequest(".input_audio.data", "Missing the audio data.")
@@ -210,17 +209,46 @@ func userPart(p ContentPart) (*genai.Part, *Error) {
 		}
 		return genai.NewPartFromBytes(data, mime), nil
 	case PartFile:
-		if p.File == nil || p.File.FileData == "" {
-			return nil, InvalidRequest(".file.file_data",
-				"Only inline files are supported: send the file as a data: URL in 'file_data' (file_id is not supported).")
+		if p.File == nil {
+			return filePart("", ".file.file_data")
 		}
-		if !strings.HasPrefix(p.File.FileData, "data:") {
-			return nil, InvalidRequest(".file.file_data", "'file_data' must be a data: URL.")
-		}
-		return mediaPart(p.File.FileData, ".file.file_data")
+		return filePart(p.File.FileData, ".file.file_data")
 	}
 	return nil, InvalidRequest(".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: %s.",
 		p.Type, quoteList([]string{PartText, PartImageURL, PartInputAudio, PartFile})))
+}
+
+// imagePart converts an image given by URL (http(s) or data:) and its
+// detail (low, high; anything else is the provider's default) to a part;
+// param names the URL's field in errors.
+func imagePart(url, detail, param string) (*genai.Part, *Error) {
+	if url == "" {
+		return nil, InvalidRequest(param, "Missing the image URL.")
+	}
+	part, err := mediaPart(url, param)
+	if err != nil {
+		return nil, err
+	}
+	switch detail {
+	case "low":
+		part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionLow}
+	case "high":
+		part.MediaResolution = &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionHigh}
+	}
+	return part, nil
+}
+
+// filePart converts an inline file, a data: URL, to a part; param names
+// the field in errors.
+func filePart(data, param string) (*genai.Part, *Error) {
+	if data == "" {
+		return nil, InvalidRequest(param,
+			"Only inline files are supported: send the file as a data: URL in 'file_data' (file ids and URLs are not supported).")
+	}
+	if !strings.HasPrefix(data, "data:") {
+		return nil, InvalidRequest(param, "'file_data' must be a data: URL.")
+	}
+	return mediaPart(data, param)
 }
 
 var audioMIME = map[string]string{
@@ -449,6 +477,22 @@ func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err
 		"Invalid value: '%s'. Supported values are: 'text', 'json_object', 'json_schema'.", rf.Type))
 }
 
+// ModelOptions are the request's settings for the model calls beyond
+// genai's config: the json_schema's name and strict flag, parallel tool
+// calls, reasoning effort (reasoning_effort, else reasoning.effort),
+// verbosity and service tier.
+func (req *ChatCompletionRequest) ModelOptions() model.Options {
+	o := model.Options{ParallelToolCalls: req.ParallelToolCalls, ReasoningEffort: req.ReasoningEffort,
+		Verbosity: req.Verbosity, ServiceTier: req.ServiceTier}
+	if o.ReasoningEffort == "" && req.Reasoning != nil {
+		o.ReasoningEffort = deref(req.Reasoning.Effort)
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type == FormatJSONSchema && rf.JSONSchema != nil {
+		o.SchemaName, o.SchemaStrict = rf.JSONSchema.Name, rf.JSONSchema.Strict
+	}
+	return o
+}
+
 // GenerationSettings returns a copy of base (a new config when nil) with the
 // request's sampling settings laid over it: temperature, top_p,
 // max_completion_tokens (else max_tokens), stop, seed, presence_penalty and
@@ -457,39 +501,81 @@ func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err
 // truncated (seed). With a nil base and none of these settings in the
 // request it returns nil.
 func GenerationSettings(req *ChatCompletionRequest, base *genai.GenerateContentConfig) *genai.GenerateContentConfig {
-	if base == nil && !req.hasGenerationSettings() {
+	return req.sampling().apply(base)
+}
+
+func (req *ChatCompletionRequest) sampling() sampling {
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == nil {
+		maxTokens = req.MaxTokens
+	}
+	return sampling{temperature: req.Temperature, topP: req.TopP, presence: req.PresencePenalty,
+		frequency: req.FrequencyPenalty, maxTokens: maxTokens, stop: req.Stop, seed: req.Seed}
+}
+
+// sampling holds the sampling settings of a request of either API.
+type sampling struct {
+	temperature, topP, presence, frequency *float64
+	maxTokens, seed                        *int64
+	stop                                   []string
+}
+
+func (s sampling) empty() bool {
+	return s.temperature == nil && s.topP == nil && s.presence == nil && s.frequency == nil &&
+		s.maxTokens == nil && len(s.stop) == 0 && s.seed == nil
+}
+
+// apply returns a copy of base (a new config when nil) with the settings
+// laid over it; nil when base is nil and no setting is given.
+func (s sampling) apply(base *genai.GenerateContentConfig) *genai.GenerateContentConfig {
+	if base == nil && s.empty() {
 		return nil
 	}
 	var cfg genai.GenerateContentConfig
 	if base != nil {
 		cfg = *base
 	}
-	cfg.Temperature = float32Or(req.Temperature, cfg.Temperature)
-	cfg.TopP = float32Or(req.TopP, cfg.TopP)
-	cfg.PresencePenalty = float32Or(req.PresencePenalty, cfg.PresencePenalty)
-	cfg.FrequencyPenalty = float32Or(req.FrequencyPenalty, cfg.FrequencyPenalty)
-	maxTokens := req.MaxCompletionTokens
-	if maxTokens == nil {
-		maxTokens = req.MaxTokens
+	cfg.Temperature = float32Or(s.temperature, cfg.Temperature)
+	cfg.TopP = float32Or(s.topP, cfg.TopP)
+	cfg.PresencePenalty = float32Or(s.presence, cfg.PresencePenalty)
+	cfg.FrequencyPenalty = float32Or(s.frequency, cfg.FrequencyPenalty)
+	if s.maxTokens != nil {
+		cfg.MaxOutputTokens = int32(min(*s.maxTokens, math.MaxInt32))
 	}
-	if maxTokens != nil {
-		cfg.MaxOutputTokens = int32(min(*maxTokens, math.MaxInt32))
+	if len(s.stop) > 0 {
+		cfg.StopSequences = append([]string(nil), s.stop...)
 	}
-	if len(req.Stop) > 0 {
-		cfg.StopSequences = append([]string(nil), req.Stop...)
-	}
-	if req.Seed != nil {
-		seed := int32(*req.Seed)
+	if s.seed != nil {
+		seed := int32(*s.seed)
 		cfg.Seed = &seed
 	}
 	return &cfg
 }
 
-// hasGenerationSettings reports whether the request sets any of the
-// settings GenerationSettings reads.
-func (req *ChatCompletionRequest) hasGenerationSettings() bool {
-	return req.Temperature != nil || req.TopP != nil || req.PresencePenalty != nil || req.FrequencyPenalty != nil ||
-		req.MaxCompletionTokens != nil || req.MaxTokens != nil || len(req.Stop) > 0 || req.Seed != nil
+// check reports the first setting outside OpenAI's ranges as a 400 naming
+// it; maxTokensParam names the max tokens field and minTokens is its least
+// value.
+func (s sampling) check(maxTokensParam string, minTokens int64) *Error {
+	ranges := []struct {
+		param    string
+		v        *float64
+		min, max float64
+	}{
+		{"temperature", s.temperature, 0, 2},
+		{"top_p", s.topP, 0, 1},
+		{"presence_penalty", s.presence, -2, 2},
+		{"frequency_penalty", s.frequency, -2, 2},
+	}
+	for _, c := range ranges {
+		if c.v != nil && (*c.v < c.min || *c.v > c.max) {
+			return InvalidRequest(c.param, fmt.Sprintf("Invalid '%s': expected a value between %g and %g, got %g.",
+				c.param, c.min, c.max, *c.v))
+		}
+	}
+	if s.maxTokens != nil && *s.maxTokens < minTokens {
+		return InvalidRequest(maxTokensParam, fmt.Sprintf("Invalid '%s': expected a value >= %d, got %d.", maxTokensParam, minTokens, *s.maxTokens))
+	}
+	return nil
 }
 
 func float32Or(v *float64, def *float32) *float32 {

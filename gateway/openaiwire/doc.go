@@ -7,6 +7,15 @@
 // runtime events are encoded into chunks or one completion (Encoder);
 // failures are reported in OpenAI's error envelope (Error).
 //
+// The Responses API (/v1/responses, Open Responses) has its own request
+// (DecodeResponsesRequest, ResponsesRequest.Validate, which resolves and
+// converts the input items into the same Conversation), its response
+// object (ResponsesRequest.NewResponse) and its encoder of semantic
+// streaming events (ResponsesEncoder), built from the same pieces as chat:
+// content parts, client tool names, usage arithmetic and errors. Package
+// responsescheck checks both APIs' Responses output against the
+// specification in tests.
+//
 // The response types are our own, not openai-go's, so that every field is
 // present, omitted or null exactly as OpenAI sends it. Nothing here does I/O
 // or knows about HTTP servers: the gateway owns routing, headers, SSE

@@ -82,7 +82,7 @@ type Encoder struct {
 	roleSent  bool
 	finished  bool
 	ext       Extension          // author and invocation of the latest event
-	streamed  []*streamedTurn    // text sent by partials of unfinished turns (rarely more than one)
+	streamed  streamedTurns      // text sent by partials of unfinished turns
 	seenCalls map[string]bool    // runtime ids of client calls already sent
 	lastEnd   genai.FinishReason // of the latest non-partial event that had one
 	calls     []EmittedToolCall
@@ -134,22 +134,11 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	out := e.events[:0]
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
-		if text := ev.Text(); text != "" {
-			i := e.streamedIndex(key)
-			if i < 0 {
-				i = len(e.streamed)
-				e.streamed = append(e.streamed, &streamedTurn{key: key})
-			}
-			e.streamed[i].text.WriteString(text)
+		if text := e.streamed.partial(key, ev.Text()); text != "" {
 			out = append(out, e.text(text))
 		}
 	} else {
-		text := ev.Text()
-		if i := e.streamedIndex(key); i >= 0 {
-			text = unsent(e.streamed[i].text.String(), text)
-			e.streamed = slices.Delete(e.streamed, i, i+1)
-		}
-		if text != "" {
+		if text := e.streamed.final(key, ev.Text()); text != "" {
 			out = append(out, e.text(text))
 		}
 		for _, fc := range ev.FunctionCalls() {
@@ -168,9 +157,33 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	return out
 }
 
-// streamedIndex returns the index of key's entry in e.streamed, or -1.
-func (e *Encoder) streamedIndex(key turnKey) int {
-	return slices.IndexFunc(e.streamed, func(t *streamedTurn) bool { return t.key == key })
+// streamedTurns is the text partials sent of the model turns not finished
+// yet (rarely more than one: parallel branches).
+type streamedTurns []*streamedTurn
+
+// partial records text, sent by a partial event of key's turn, and
+// returns it.
+func (ts *streamedTurns) partial(key turnKey, text string) string {
+	if text == "" {
+		return ""
+	}
+	i := slices.IndexFunc(*ts, func(t *streamedTurn) bool { return t.key == key })
+	if i < 0 {
+		i = len(*ts)
+		*ts = append(*ts, &streamedTurn{key: key})
+	}
+	(*ts)[i].text.WriteString(text)
+	return text
+}
+
+// final ends key's turn, whose whole text is text, and returns what of it
+// the partials did not send (see unsent).
+func (ts *streamedTurns) final(key turnKey, text string) string {
+	if i := slices.IndexFunc(*ts, func(t *streamedTurn) bool { return t.key == key }); i >= 0 {
+		text = unsent((*ts)[i].text.String(), text)
+		*ts = slices.Delete(*ts, i, i+1)
+	}
+	return text
 }
 
 // unsent returns the part of a turn's final text that its partials did not
@@ -190,28 +203,9 @@ func (e *Encoder) text(s string) ChatCompletionChunk {
 }
 
 func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCompletionChunk {
-	clientName, ok := e.cfg.ClientTools[fc.Name]
+	clientName, id, args, ok := clientCall(fc, e.cfg.ClientTools, &e.seenCalls, e.cfg.NewToolCallID)
 	if !ok {
 		return nil
-	}
-	if fc.ID != "" {
-		if e.seenCalls[fc.ID] {
-			return nil
-		}
-		if e.seenCalls == nil {
-			e.seenCalls = map[string]bool{}
-		}
-		e.seenCalls[fc.ID] = true
-	}
-	id := fc.ID
-	if !ValidToolCallID(id) {
-		id = e.cfg.NewToolCallID()
-	}
-	args := "{}"
-	if len(fc.Args) > 0 {
-		if b, err := json.Marshal(fc.Args); err == nil {
-			args = string(b)
-		}
 	}
 	idx := len(e.calls)
 	e.calls = append(e.calls, EmittedToolCall{Index: idx, ID: id, FunctionCallID: fc.ID, Name: fc.Name,
@@ -222,6 +216,38 @@ func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCom
 		e.chunk(Delta{ToolCalls: []ToolCallDelta{head}}, nil, e.ext),
 		e.chunk(Delta{ToolCalls: []ToolCallDelta{body}}, nil, e.ext),
 	}
+}
+
+// clientCall decides how a function call is shown: ok is false when it is
+// not a client's (not in clientTools) or was shown already (its runtime id
+// is in *seen, which it joins); else clientName is the client's name for
+// it, id its runtime id or, when that is not a valid client id, a new one,
+// and args its arguments as a JSON string ("{}" for none).
+func clientCall(fc *genai.FunctionCall, clientTools map[string]string, seen *map[string]bool, newID func() string) (clientName, id, args string, ok bool) {
+	clientName, ok = clientTools[fc.Name]
+	if !ok {
+		return "", "", "", false
+	}
+	if fc.ID != "" {
+		if (*seen)[fc.ID] {
+			return "", "", "", false
+		}
+		if *seen == nil {
+			*seen = map[string]bool{}
+		}
+		(*seen)[fc.ID] = true
+	}
+	id = fc.ID
+	if !ValidToolCallID(id) {
+		id = newID()
+	}
+	args = "{}"
+	if len(fc.Args) > 0 {
+		if b, err := json.Marshal(fc.Args); err == nil {
+			args = string(b)
+		}
+	}
+	return clientName, id, args, true
 }
 
 // chunk builds a one-choice chunk, adding the role to the response's first

@@ -3,8 +3,6 @@ package openaiwire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -35,6 +33,17 @@ type ChatCompletionRequest struct {
 	PresencePenalty     *float64      `json:"presence_penalty,omitempty"`
 	FrequencyPenalty    *float64      `json:"frequency_penalty,omitempty"`
 	N                   *int64        `json:"n,omitempty"`
+
+	// Logprobs and TopLogprobs are refused (Validate): an agent tree's
+	// answer comes from several model calls.
+	Logprobs    *bool  `json:"logprobs,omitempty"`
+	TopLogprobs *int64 `json:"top_logprobs,omitempty"`
+	// ReasoningEffort, or Reasoning.Effort (the form some clients send),
+	// Verbosity and ServiceTier reach the model calls of the turn.
+	ReasoningEffort string           `json:"reasoning_effort,omitempty"`
+	Reasoning       *ReasoningConfig `json:"reasoning,omitempty"`
+	Verbosity       string           `json:"verbosity,omitempty"`
+	ServiceTier     string           `json:"service_tier,omitempty"`
 
 	User             string            `json:"user,omitempty"`
 	SafetyIdentifier string            `json:"safety_identifier,omitempty"`
@@ -323,26 +332,16 @@ func DecodeRequest(body []byte) (*ChatCompletionRequest, error) {
 	if err == nil {
 		return &req, nil
 	}
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
-		return nil, InvalidRequest("", "We could not parse the JSON body of your request. "+
-			"(HINT: This likely means you aren't using your HTTP library correctly. "+
-			"The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
-	}
-	if te.Field == "" {
-		return nil, InvalidRequest("", fmt.Sprintf("The request body must be a JSON object, got %s.", te.Value))
-	}
-	param := indexedPath(body, te.Field)
-	return nil, InvalidRequest(param, fmt.Sprintf("Invalid type for '%s': got %s.", param, te.Value))
+	return nil, decodeError(body, err, reflect.TypeFor[ChatCompletionRequest]())
 }
 
 // indexedPath turns encoding/json's dotted field path ("messages.content")
 // into OpenAI's form with array indexes ("messages[2].content"): along the
-// path it follows the request's Go types, and in each array it picks the
+// path it follows the Go types from root, and in each array it picks the
 // first element that does not decode (encoding/json reports the earliest
 // error). It returns field unchanged when body cannot be walked.
-func indexedPath(body []byte, field string) string {
-	t := reflect.TypeFor[ChatCompletionRequest]()
+func indexedPath(body []byte, field string, root reflect.Type) string {
+	t := root
 	cur := json.RawMessage(body)
 	var out strings.Builder
 	for i, name := range strings.Split(field, ".") {
@@ -362,8 +361,13 @@ func indexedPath(body []byte, field string) string {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
-		if t == reflect.TypeFor[Content]() {
+		switch t {
+		case reflect.TypeFor[Content]():
 			t = reflect.TypeFor[[]ContentPart]()
+		case reflect.TypeFor[ResponseInput]():
+			t = reflect.TypeFor[[]InputItem]()
+		case reflect.TypeFor[InputContent]():
+			t = reflect.TypeFor[[]InputPart]()
 		}
 		if t.Kind() != reflect.Slice || firstByte(cur) != '[' {
 			continue

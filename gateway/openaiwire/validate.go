@@ -3,6 +3,7 @@ package openaiwire
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"google.golang.org/genai"
 )
@@ -32,6 +33,9 @@ func (r *ChatCompletionRequest) Validate() (Conversation, error) {
 	if err := r.validateSampling(); err != nil {
 		return Conversation{}, err
 	}
+	if err := r.validateOptions(); err != nil {
+		return Conversation{}, err
+	}
 	if err := r.validateTools(); err != nil {
 		return Conversation{}, err
 	}
@@ -42,9 +46,13 @@ func (r *ChatCompletionRequest) Validate() (Conversation, error) {
 }
 
 // Conversation is a request's messages converted as ToContents does, split
-// after the last assistant message. System and developer messages are
-// checked but not kept: the agents' instructions are their system prompt.
+// after the last assistant message. System and developer messages are not
+// contents: their text is kept in System, for the model's
+// client_instructions setting to use or ignore.
 type Conversation struct {
+	// System is the text of the system and developer messages (and, on the
+	// Responses API, the instructions first), joined by a blank line.
+	System string
 	// History holds the contents of the messages up to and including the
 	// last assistant message: what a stateless client resends of the
 	// conversation so far. It is empty when no message is the assistant's.
@@ -61,40 +69,66 @@ func (r *ChatCompletionRequest) conversation() (Conversation, error) {
 			split = i + 1
 		}
 	}
-	_, history, err := toContents(r.Messages[:split], 0)
+	sys1, history, err := toContents(r.Messages[:split], 0)
 	if err != nil {
 		return Conversation{}, err
 	}
-	_, fresh, err := toContents(r.Messages[split:], split)
+	sys2, fresh, err := toContents(r.Messages[split:], split)
 	if err != nil {
 		return Conversation{}, err
 	}
-	return Conversation{History: history, New: fresh}, nil
+	return Conversation{System: joinNonEmpty(sys1, sys2), History: history, New: fresh}, nil
+}
+
+// joinNonEmpty joins the non-empty texts by a blank line.
+func joinNonEmpty(texts ...string) string {
+	var out []string
+	for _, t := range texts {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 func (r *ChatCompletionRequest) validateSampling() error {
-	ranges := []struct {
-		param    string
-		v        *float64
-		min, max float64
-	}{
-		{"temperature", r.Temperature, 0, 2},
-		{"top_p", r.TopP, 0, 1},
-		{"presence_penalty", r.PresencePenalty, -2, 2},
-		{"frequency_penalty", r.FrequencyPenalty, -2, 2},
-	}
-	for _, c := range ranges {
-		if c.v != nil && (*c.v < c.min || *c.v > c.max) {
-			return InvalidRequest(c.param, fmt.Sprintf("Invalid '%s': expected a value between %g and %g, got %g.",
-				c.param, c.min, c.max, *c.v))
-		}
-	}
+	s := r.sampling()
 	for _, c := range []struct {
 		param string
 		v     *int64
 	}{{"max_tokens", r.MaxTokens}, {"max_completion_tokens", r.MaxCompletionTokens}} {
-		if c.v != nil && *c.v < 1 {
-			return InvalidRequest(c.param, fmt.Sprintf("Invalid '%s': expected a value >= 1, got %d.", c.param, *c.v))
+		s.maxTokens = c.v
+		if err := s.check(c.param, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateOptions refuses log probabilities and checks the reasoning,
+// verbosity and service tier values.
+func (r *ChatCompletionRequest) validateOptions() error {
+	if r.Logprobs != nil && *r.Logprobs {
+		return logprobsRefused("logprobs")
+	}
+	if r.TopLogprobs != nil && *r.TopLogprobs != 0 {
+		return logprobsRefused("top_logprobs")
+	}
+	var effort string
+	if r.Reasoning != nil {
+		effort = deref(r.Reasoning.Effort)
+	}
+	for _, e := range []struct {
+		param, value string
+		allowed      []string
+	}{
+		{"reasoning_effort", r.ReasoningEffort, ReasoningEfforts},
+		{"reasoning.effort", effort, ReasoningEfforts},
+		{"verbosity", r.Verbosity, Verbosities},
+		{"service_tier", r.ServiceTier, ServiceTiers},
+	} {
+		if err := checkEnum(e.param, e.value, e.allowed); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -110,39 +144,57 @@ func (r *ChatCompletionRequest) validateTools() error {
 		if t.Function == nil {
 			return InvalidRequest(param+".function", "Missing 'function' in a tool of type 'function'.")
 		}
-		if !ValidFunctionName(t.Function.Name) {
-			return InvalidRequest(param+".function.name", fmt.Sprintf("Invalid function name '%s': "+
-				"expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", t.Function.Name))
+		if err := declareFunction(param+".function.name", t.Function.Name, seen); err != nil {
+			return err
 		}
-		if seen[t.Function.Name] {
-			return InvalidRequest(param+".function.name", fmt.Sprintf("Duplicate function name '%s'.", t.Function.Name))
-		}
-		seen[t.Function.Name] = true
 	}
 	tc := r.ToolChoice
 	if tc == nil {
 		return nil
 	}
-	switch tc.Mode {
-	case ToolChoiceNone, ToolChoiceAuto:
+	if done, err := checkToolChoiceMode(tc.Mode, len(r.Tools)); done && err != nil {
+		return err
+	} else if done {
 		return nil
-	case ToolChoiceRequired:
-		if len(r.Tools) == 0 {
-			return InvalidRequest("tool_choice", "Invalid 'tool_choice': 'required' is only allowed when 'tools' are specified.")
-		}
-		return nil
-	case ToolChoiceFunction:
-		if tc.Name == "" {
-			return InvalidRequest("tool_choice.function.name", "Missing the function name in 'tool_choice'.")
-		}
-		if !seen[tc.Name] {
-			return InvalidRequest("tool_choice.function.name", fmt.Sprintf(
-				"Invalid 'tool_choice': function '%s' is not among the request's 'tools'.", tc.Name))
+	}
+	if tc.Mode == ToolChoiceFunction {
+		if err := namedChoice("tool_choice.function.name", tc.Name, seen); err != nil {
+			return err
 		}
 		return nil
 	}
 	return InvalidRequest("tool_choice", fmt.Sprintf("Invalid value: '%s'. Supported values are: "+
 		"'none', 'auto', 'required', or an object naming a function.", tc.Mode))
+}
+
+// checkToolChoiceMode checks the string forms of tool_choice: done is true
+// for none, auto and required (err set when required comes without tools),
+// false for the object forms the caller checks.
+func checkToolChoiceMode(mode string, tools int) (done bool, err *Error) {
+	switch mode {
+	case ToolChoiceNone, ToolChoiceAuto:
+		return true, nil
+	case ToolChoiceRequired:
+		if tools == 0 {
+			return true, InvalidRequest("tool_choice", "Invalid 'tool_choice': 'required' is only allowed when 'tools' are specified.")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// declareFunction checks a client function's name, valid and not in seen,
+// and adds it to seen; param names the field in errors.
+func declareFunction(param, name string, seen map[string]bool) *Error {
+	if !ValidFunctionName(name) {
+		return InvalidRequest(param, fmt.Sprintf("Invalid function name '%s': "+
+			"expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", name))
+	}
+	if seen[name] {
+		return InvalidRequest(param, fmt.Sprintf("Duplicate function name '%s'.", name))
+	}
+	seen[name] = true
+	return nil
 }
 
 // ValidFunctionName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$, the

@@ -140,8 +140,8 @@ func TestValidateConversation(t *testing.T) {
 		want Conversation
 	}{{
 		name: "no assistant message: all is new",
-		msgs: []string{`{"role":"system","content":"s"}`, `{"role":"user","content":"hi"}`},
-		want: Conversation{New: []*genai.Content{{Role: "user", Parts: []*genai.Part{text("hi")}}}},
+		msgs: []string{`{"role":"system","content":"s"}`, `{"role":"developer","content":[{"type":"text","text":"d"}]}`, `{"role":"user","content":"hi"}`},
+		want: Conversation{System: "s\n\nd", New: []*genai.Content{{Role: "user", Parts: []*genai.Part{text("hi")}}}},
 	}, {
 		name: "split after the last assistant message",
 		msgs: []string{`{"role":"user","content":"hi"}`,
@@ -152,6 +152,7 @@ func TestValidateConversation(t *testing.T) {
 			`{"role":"tool","tool_call_id":"call_2","content":"ok"}`,
 			`{"role":"user","content":"and?"}`},
 		want: Conversation{
+			System: "s",
 			History: []*genai.Content{
 				{Role: "user", Parts: []*genai.Part{text("hi")}},
 				{Role: "model", Parts: []*genai.Part{call}},

@@ -38,6 +38,10 @@ type chatRequest struct {
 	Stop                []string        `json:"stop,omitempty"`
 	Stream              bool            `json:"stream,omitempty"`
 	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	Verbosity           string          `json:"verbosity,omitempty"`
+	ServiceTier         string          `json:"service_tier,omitempty"`
 }
 
 type streamOptions struct {
@@ -72,7 +76,8 @@ type contentPart struct {
 }
 
 type imageURL struct {
-	URL string `json:"url"`
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
 }
 
 type inputAudio struct {
@@ -145,11 +150,31 @@ func buildParams(modelID string, req *model.Request) (*chatRequest, error) {
 		return nil, err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
-	if p.ResponseFormat, err = responseFormatOf(cfg); err != nil {
+	if p.ResponseFormat, err = responseFormatOf(cfg, req.Options); err != nil {
 		return nil, err
 	}
 	generationSettings(p, cfg)
+	o := req.Options
+	if len(p.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
+		p.ParallelToolCalls = o.ParallelToolCalls
+	}
+	p.ReasoningEffort, p.Verbosity, p.ServiceTier = o.ReasoningEffort, o.Verbosity, o.ServiceTier
 	return p, nil
+}
+
+// detail is an image part's detail: low or high from its media
+// resolution, else "" (the upstream's auto).
+func detail(p *genai.Part) string {
+	if p.MediaResolution == nil {
+		return ""
+	}
+	switch p.MediaResolution.Level {
+	case genai.PartMediaResolutionLevelMediaResolutionLow:
+		return "low"
+	case genai.PartMediaResolutionLevelMediaResolutionHigh:
+		return "high"
+	}
+	return ""
 }
 
 // encode returns the JSON body. HTML characters are not escaped: the
@@ -242,12 +267,15 @@ func messages(contents []*genai.Content) ([]chatMessage, error) {
 				if err != nil {
 					return nil, err
 				}
+				if part.ImageURL != nil {
+					part.ImageURL.Detail = detail(p)
+				}
 				parts = append(parts, part)
 			case p.FileData != nil:
 				if !strings.HasPrefix(p.FileData.MIMEType, "image/") {
 					return nil, fmt.Errorf("file part %q (%s): only images can be sent by URL", p.FileData.FileURI, p.FileData.MIMEType)
 				}
-				parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: p.FileData.FileURI}})
+				parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: p.FileData.FileURI, Detail: detail(p)}})
 			}
 		}
 		switch {
@@ -453,9 +481,9 @@ func allowedTools(mode string, names []string) allowedToolsChoice {
 }
 
 // responseFormatOf maps an output schema: application/json with a schema
-// -> json_schema (name "output", strict false); application/json alone ->
-// json_object.
-func responseFormatOf(cfg *genai.GenerateContentConfig) (*responseFormat, error) {
+// -> json_schema (under the client's name and strictness from o, else name
+// "output", strict false); application/json alone -> json_object.
+func responseFormatOf(cfg *genai.GenerateContentConfig, o model.Options) (*responseFormat, error) {
 	if cfg.ResponseMIMEType != "application/json" {
 		return nil, nil
 	}
@@ -472,5 +500,12 @@ func responseFormatOf(cfg *genai.GenerateContentConfig) (*responseFormat, error)
 	default:
 		return &responseFormat{Type: "json_object"}, nil
 	}
-	return &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaFormat{Name: outputSchemaName, Schema: schema}}, nil
+	f := &jsonSchemaFormat{Name: outputSchemaName, Schema: schema}
+	if o.SchemaName != "" {
+		f.Name = o.SchemaName
+	}
+	if o.SchemaStrict != nil {
+		f.Strict = *o.SchemaStrict
+	}
+	return &responseFormat{Type: "json_schema", JSONSchema: f}, nil
 }

@@ -92,6 +92,35 @@ func TestRequestMapping(t *testing.T) {
 				"schema":{"type":"array","items":{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":1}}}}}}`},
 		},
 		{
+			name: "the client's schema name and strictness, reasoning, verbosity and tier",
+			req: &model.Request{Config: &genai.GenerateContentConfig{
+				ResponseMIMEType: "application/json", ResponseJsonSchema: jsonSchemaOut,
+			}, Options: model.Options{SchemaName: "answer", SchemaStrict: genai.Ptr(true), ReasoningEffort: "low",
+				Verbosity: "high", ServiceTier: "flex", ParallelToolCalls: genai.Ptr(false)}},
+			want: map[string]string{"response_format": `{"type":"json_schema","json_schema":{"name":"answer","strict":true,
+				"schema":{"type":"object","properties":{"answer":{"type":"string"}}}}}`,
+				"reasoning_effort": `"low"`, "verbosity": `"high"`, "service_tier": `"flex"`,
+				"parallel_tool_calls": ""}, // no tools: OpenAI would refuse it
+		},
+		{
+			name: "parallel_tool_calls goes with tools",
+			req: &model.Request{Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{Name: "f"}}}}},
+				Options: model.Options{ParallelToolCalls: genai.Ptr(false)}},
+			want: map[string]string{"parallel_tool_calls": "false", "reasoning_effort": "", "verbosity": "", "service_tier": ""},
+		},
+		{
+			name: "image detail from the media resolution",
+			req: &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{
+				{FileData: &genai.FileData{FileURI: "https://x/a.png", MIMEType: "image/png"},
+					MediaResolution: &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionLow}},
+				{InlineData: &genai.Blob{Data: []byte("x"), MIMEType: "image/png"},
+					MediaResolution: &genai.PartMediaResolution{Level: genai.PartMediaResolutionLevelMediaResolutionHigh}},
+				{FileData: &genai.FileData{FileURI: "https://x/b.png", MIMEType: "image/png"}},
+			}}}},
+			want: map[string]string{"messages": `[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png","detail":"low"}},
+				{"type":"image_url","image_url":{"url":"data:image/png;base64,eA==","detail":"high"}},{"type":"image_url","image_url":{"url":"https://x/b.png"}}]}]`},
+		},
+		{
 			name: "JSON without a schema",
 			req:  &model.Request{Config: &genai.GenerateContentConfig{ResponseMIMEType: "application/json"}},
 			want: map[string]string{"response_format": `{"type":"json_object"}`},
