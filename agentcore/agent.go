@@ -139,6 +139,7 @@ type services struct {
 	now       func() time.Time
 	newID     func() string
 	observer  Observer
+	tracer    Tracer // nil: not traced
 	appName   string
 	logger    *slog.Logger
 }

@@ -360,7 +360,10 @@ func (a *LlmAgent) afterCalls(ctx context.Context, inv *Invocation, calls []*gen
 				return false, false
 			}
 			inv.sh.svc.observer.Transfer(a.cfg.Name, to.Name())
-			for ev, err := range to.Run(ctx, inv.withAgent(to)) {
+			if tr := inv.sh.svc.tracer; tr != nil {
+				tr.Transfer(ctx, a.cfg.Name, to.Name())
+			}
+			for ev, err := range runAgent(ctx, to, inv.withAgent(to)) {
 				if !yield(ev, err) || err != nil {
 					return false, false
 				}
@@ -513,13 +516,16 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 	if final == nil {
 		start := time.Now()
 		var callErr error
-		for resp, err := range a.cfg.Model.GenerateContent(ctx, inv.redactRequest(req), inv.sh.cfg.Streaming) {
+		sent := inv.redactRequest(req)
+		mctx, traced := a.modelStart(ctx, inv, sent)
+		for resp, err := range a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming) {
 			if err != nil {
 				callErr = err
 				break
 			}
 			if resp.Partial {
 				if !yieldPartial(inv, resp, yield) {
+					modelEnd(mctx, inv, traced, ModelResult{Err: context.Canceled})
 					return nil, false
 				}
 				continue
@@ -527,7 +533,17 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 			final = resp
 		}
 		if final, ok = a.modelCalled(ctx, inv, cc, req, start, final, callErr, yield); !ok {
+			modelEnd(mctx, inv, traced, ModelResult{Err: callErrOr(callErr, final)})
 			return nil, false
+		}
+		if traced != nil {
+			ev, ok := a.afterModel(ctx, inv, cc, final, yield)
+			r := ModelResult{Response: final, Err: callErr}
+			if ev != nil {
+				r.EventID = ev.ID
+			}
+			modelEnd(mctx, inv, traced, r)
+			return ev, ok
 		}
 	}
 	return a.afterModel(ctx, inv, cc, final, yield)
@@ -645,7 +661,9 @@ func usageOf(r *model.Response) *genai.GenerateContentResponseUsageMetadata {
 
 func fillFromResponse(ev *sessions.Event, r *model.Response) {
 	ev.Content = r.Content
-	ev.TurnComplete = r.TurnComplete
+	// A turn that calls functions goes on: ADK marks no such event
+	// turnComplete (adk-web would show "Turn Complete" mid-turn).
+	ev.TurnComplete = r.TurnComplete && !hasFunctionCall(r.Content)
 	ev.FinishReason = r.FinishReason
 	ev.ModelVersion = r.ModelVersion
 	ev.UsageMetadata = r.UsageMetadata
@@ -770,6 +788,15 @@ func (a *LlmAgent) runCall(ctx context.Context, inv *Invocation, call *genai.Fun
 	start := time.Now()
 	t, found := tools.byName[call.Name]
 	var runErr error
+	if tr := inv.sh.svc.tracer; tr != nil {
+		// Registered first, so it runs after the recovery below.
+		traced := &ToolCall{TraceScope: TraceScope{inv: inv}, Tool: call.Name, CallID: call.ID, Args: call.Args}
+		if found {
+			traced.Description = t.Description()
+		}
+		ctx = tr.ToolStart(ctx, traced)
+		defer func() { tr.ToolEnd(ctx, traced, res.resp, runErr) }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			runErr = fmt.Errorf("tool %s panicked: %v", call.Name, p)

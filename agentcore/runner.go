@@ -39,6 +39,9 @@ type RunnerConfig struct {
 	Now      func() time.Time
 	NewID    func() string
 	Observer Observer
+	// Tracer, when set, hears every agent run, model call and tool call
+	// begin and end (see Tracer); nil traces nothing at no cost.
+	Tracer Tracer
 	// Logger receives what the runtime cannot report through the event
 	// stream: events that could not be stored after the consumer stopped
 	// or the turn failed (default slog.Default()).
@@ -65,7 +68,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, err
 	}
 	svc := &services{sessions: cfg.Sessions, artifacts: cfg.Artifacts, memory: cfg.Memory, now: cfg.Now, newID: cfg.NewID,
-		observer: cfg.Observer, appName: cfg.AppName, logger: cfg.Logger}
+		observer: cfg.Observer, tracer: cfg.Tracer, appName: cfg.AppName, logger: cfg.Logger}
 	if svc.now == nil {
 		svc.now = time.Now
 	}
@@ -292,7 +295,7 @@ func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Conte
 		}
 		var runErr error
 		stopped := false
-		for ev, err := range target.Run(ctx, inv) {
+		for ev, err := range runAgent(ctx, target, inv) {
 			if err != nil {
 				runErr = err
 				break

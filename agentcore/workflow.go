@@ -62,7 +62,7 @@ func (s *SequentialAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*s
 				yield(nil, err)
 				return
 			}
-			for ev, err := range child.Run(ctx, inv.withAgent(child)) {
+			for ev, err := range runAgent(ctx, child, inv.withAgent(child)) {
 				if !yield(ev, err) || err != nil {
 					return
 				}
@@ -93,7 +93,7 @@ func (l *LoopAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*session
 					return
 				}
 				escalated := false
-				for ev, err := range child.Run(ctx, inv.withAgent(child)) {
+				for ev, err := range runAgent(ctx, child, inv.withAgent(child)) {
 					if !yield(ev, err) || err != nil {
 						return
 					}
@@ -152,7 +152,7 @@ func (p *ParallelAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*ses
 						}
 					}
 				}()
-				for ev, err := range child.Run(ctx, cinv) {
+				for ev, err := range runAgent(ctx, child, cinv) {
 					it := branchItem{ev: ev, err: err, done: make(chan struct{})}
 					select {
 					case items <- it:

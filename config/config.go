@@ -27,6 +27,7 @@ type Config struct {
 	Sessions  Sessions            `yaml:"sessions"`
 	Auth      Auth                `yaml:"auth"`
 	Log       Log                 `yaml:"log"`
+	Telemetry Telemetry           `yaml:"telemetry"`
 	Providers []spec.Provider     `yaml:"providers"`
 	Agents    []spec.Agent        `yaml:"agents"`
 	Models    []spec.VirtualModel `yaml:"models"`
@@ -98,6 +99,24 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is json or text.
 	Format string `yaml:"format"`
+}
+
+// Telemetry configures OpenTelemetry tracing (off when neither
+// OTLPEndpoint, OTEL_EXPORTER_OTLP_ENDPOINT nor KeepSpans is set).
+type Telemetry struct {
+	// OTLPEndpoint is the OTLP/HTTP base URL: spans go to
+	// <otlp_endpoint>/v1/traces.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// ServiceName is service.name on every span (default agentgate).
+	ServiceName string `yaml:"service_name"`
+	// SampleRatio is the share of new traces recorded, in (0, 1]
+	// (default 1).
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// CaptureContent records messages, tool arguments and results.
+	CaptureContent bool `yaml:"capture_content"`
+	// KeepSpans is how many recent spans are kept in process for ADK's
+	// debug routes (adk-web's Traces tab); 0 keeps none.
+	KeepSpans int `yaml:"keep_spans"`
 }
 
 // Defaults.
@@ -287,6 +306,17 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Sessions.KeyPrefix, "{}") {
 		bad("sessions.key_prefix", "must not contain { or }")
+	}
+	if t := c.Telemetry; t.OTLPEndpoint != "" {
+		if u, err := url.Parse(t.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("telemetry.otlp_endpoint", "must be an absolute http(s) URL, got %q", t.OTLPEndpoint)
+		}
+	}
+	if r := c.Telemetry.SampleRatio; r < 0 || r > 1 {
+		bad("telemetry.sample_ratio", "must be in (0, 1], got %v", r)
+	}
+	if c.Telemetry.KeepSpans < 0 {
+		bad("telemetry.keep_spans", "must not be negative")
 	}
 	switch c.Auth.Mode {
 	case "none":

@@ -55,6 +55,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad auth", "auth:\n  mode: jwt\n", []string{"auth.jwt: mode jwt needs"}},
 		{"several problems", "sessions:\n  backend: x\nlog:\n  level: loud\n", []string{"sessions.backend", "log.level"}},
 		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
+		{"bad telemetry", "telemetry:\n  otlp_endpoint: collector:4318\n  sample_ratio: 2\n  keep_spans: -1\n",
+			[]string{"telemetry.otlp_endpoint", "telemetry.sample_ratio", "telemetry.keep_spans"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.yaml), nil)

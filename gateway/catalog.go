@@ -25,7 +25,7 @@ func (s *Server) newSnapshot(cat *spec.Catalog) (*snapshot, error) {
 	for _, a := range cat.Apps {
 		r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: s.cfg.Sessions,
 			Artifacts: s.cfg.Artifacts, Memory: s.cfg.Memory, RouteToRoot: a.RouteToRoot, Now: s.cfg.Now, NewID: s.cfg.NewID,
-			Observer: s.cfg.Observer, Logger: s.log})
+			Observer: s.cfg.Observer, Tracer: s.tracer(), Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: model %s: %w", a.ID, err)
 		}

@@ -35,7 +35,7 @@ func (s *Server) nativeRoutes(e *gin.Engine) {
 	// adk-web's development routes we do not serve: lists answer [],
 	// anything else 404, never 500.
 	e.GET("/dev/*rest", s.devRoute)
-	e.GET("/debug/trace/*rest", devStub)
+	e.GET("/debug/trace/*rest", s.debugTrace)
 }
 
 func (s *Server) nativeVersion(c *gin.Context) {

@@ -28,6 +28,14 @@ type serializedRef struct {
 // (build_graph) and answers the rest as stubs.
 func (s *Server) devRoute(c *gin.Context) {
 	segs := strings.Split(strings.Trim(c.Param("rest"), "/"), "/")
+	if len(segs) >= 4 && segs[0] == "apps" && segs[2] == "debug" && segs[3] == "trace" {
+		s.serveTrace(c, segs[4:])
+		return
+	}
+	if len(segs) == 3 && segs[0] == "apps" && segs[2] == "build_graph_image" {
+		s.graphImage(c, segs[1])
+		return
+	}
 	if len(segs) == 3 && segs[0] == "apps" && segs[2] == "build_graph" {
 		a, ok := s.appByID(segs[1])
 		if !ok || !canUse(c.Request.Context(), a.ID) {

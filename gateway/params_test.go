@@ -380,19 +380,15 @@ func (u *upstreamRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-// TestHiddenValueNeverReachesTheUpstream is the leak test: a three-level
-// tree on a recording OpenAI-compatible upstream, the token-bound userId
-// hidden, a tool that echoes it. The tool receives the value; no byte of
-// any upstream request holds it.
-func TestHiddenValueNeverReachesTheUpstream(t *testing.T) {
-	const secret = "u-LEAKCHECK-4711"
+// leakTree is the leak tests' tree on the OpenAI-compatible upstream at
+// upURL (an upstreamRecorder), its provider sending through hc (nil: its
+// own client): root transfers to desk, desk calls profile as a tool, and
+// profile's echo_user returns the hidden, token-bound userId.
+func leakTree(upURL string, hc *http.Client) (spec.Set, map[string]spec.ProviderFactory) {
 	no := false
-	up := &upstreamRecorder{}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
 	hidden := spec.Parameter{Name: "userId", Description: "The signed-in user", SendToModel: &no, ForbidModelGeneration: true}
 	set := spec.Set{
-		Providers: []spec.Provider{{Name: "up", Type: "openai", BaseURL: upSrv.URL + "/v1", APIKey: "sk-test"}},
+		Providers: []spec.Provider{{Name: "up", Type: "openai", BaseURL: upURL + "/v1", APIKey: "sk-test"}},
 		Agents: []spec.Agent{
 			{Name: "root", Model: "up/root-m", Instruction: "Route.", SubAgents: []string{"desk"}},
 			{Name: "desk", Model: "up/desk-m", Description: "The desk.", Instruction: "Help the user.", AgentTools: []string{"profile"},
@@ -403,12 +399,25 @@ func TestHiddenValueNeverReachesTheUpstream(t *testing.T) {
 		Models: []spec.VirtualModel{{ID: "leak", Agent: "root"}},
 	}
 	factories := map[string]spec.ProviderFactory{"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
-		prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: -1})
+		prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: -1, HTTPClient: hc})
 		if err != nil {
 			return nil, err
 		}
 		return func(id string) (model.LLM, error) { return prov.Model(id), nil }, nil
 	}}
+	return set, factories
+}
+
+// TestHiddenValueNeverReachesTheUpstream is the leak test: a three-level
+// tree on a recording OpenAI-compatible upstream, the token-bound userId
+// hidden, a tool that echoes it. The tool receives the value; no byte of
+// any upstream request holds it.
+func TestHiddenValueNeverReachesTheUpstream(t *testing.T) {
+	const secret = "u-LEAKCHECK-4711"
+	up := &upstreamRecorder{}
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	set, factories := leakTree(upSrv.URL, nil)
 	var tl toolLog
 	f := serveSet(t, set, factories, &tl, withJWT(t))
 	tok := token(t, secret, map[string]any{"models": []string{"leak"}})

@@ -24,6 +24,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/sessions"
+	"github.com/agentgate/agentgate/telemetry"
 )
 
 // Config wires a Server. Catalog and Sessions are required; zero fields
@@ -64,6 +65,10 @@ type Config struct {
 	// PublicPaths need no token (default DefaultPublicPaths); an entry
 	// ending in "/*" covers everything below it.
 	PublicPaths []string
+	// Telemetry, when set, traces every turn (OpenTelemetry spans), takes
+	// the trace context of incoming requests and serves the recent spans on
+	// ADK's debug routes; see trace.go.
+	Telemetry *telemetry.Telemetry
 	// Now and NewID replace the clock and id generator (tests).
 	Now   func() time.Time
 	NewID func() string
@@ -165,6 +170,9 @@ func New(cfg Config) (*Server, error) {
 	e.HandleMethodNotAllowed = true
 	if cfg.Metrics != nil {
 		e.Use(s.instrument)
+	}
+	if cfg.Telemetry != nil {
+		e.Use(s.traceContext)
 	}
 	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody, s.authenticate)
 	s.routes(e)

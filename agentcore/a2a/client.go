@@ -25,7 +25,8 @@ import (
 // ClientConfig configures a Client. Zero fields mean the defaults.
 type ClientConfig struct {
 	// HTTPClient makes the requests (default: one without an overall
-	// timeout; every call is bounded by its context).
+	// timeout; every call is bounded by its context). One without a
+	// redirect policy gets the client's own.
 	HTTPClient *http.Client
 	// CardTTL is how long a fetched agent card is reused (default 5m).
 	CardTTL time.Duration
@@ -84,6 +85,10 @@ func NewClient(cfg ClientConfig) *Client {
 	c := &Client{hc: cfg.HTTPClient, ttl: cfg.CardTTL, now: cfg.Now, ua: cfg.UserAgent, cards: map[string]cardEntry{}}
 	if c.hc == nil {
 		c.hc = &http.Client{CheckRedirect: checkRedirect}
+	} else if c.hc.CheckRedirect == nil {
+		hc := *c.hc
+		hc.CheckRedirect = checkRedirect
+		c.hc = &hc
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultCardTTL

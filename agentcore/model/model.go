@@ -33,6 +33,13 @@ type LLM interface {
 	GenerateContent(ctx context.Context, req *Request, stream bool) iter.Seq2[*Response, error]
 }
 
+// ProviderNamer is an optional LLM ability: the name of the provider in
+// the OpenTelemetry GenAI conventions (gen_ai.provider.name), such as
+// "openai" or "gcp.gemini".
+type ProviderNamer interface {
+	ProviderName() string
+}
+
 // Request is one model call. Config carries the system instruction, tool
 // declarations (function declarations with ParametersJsonSchema, or provider
 // built-ins), response schema and generation settings.

@@ -74,11 +74,25 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	adjust(cfg)
 	log := newLogger(stdout, cfg.Log)
+	tel, err := newTelemetry(cfg.Telemetry, env)
+	if err != nil {
+		printProblems(stderr, path, err)
+		return 2
+	}
+	if tel != nil {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tel.Shutdown(ctx) // exports the spans still buffered
+		}()
+	}
+	clients := upstreamClients{tel: tel}
 
 	tools := newToolMakers(log, lookup, filepath.Dir(path))
+	tools.client = clients.tool()
 	defer tools.Close() // after the server stopped: running calls finish first
-	remotes := a2a.NewRemotes(a2a.NewClient(a2a.ClientConfig{UserAgent: "agentgate/" + version}), log)
-	buildOpts := spec.BuildOptions{Factories: providerFactories(), Tools: tools.tool, Toolsets: tools.toolset, Remote: remotes.Build}
+	remotes := a2a.NewRemotes(a2a.NewClient(a2a.ClientConfig{UserAgent: "agentgate/" + version, HTTPClient: clients.tool()}), log)
+	buildOpts := spec.BuildOptions{Factories: providerFactories(clients), Tools: tools.tool, Toolsets: tools.toolset, Remote: remotes.Build}
 	catalog, err := spec.Build(cfg.Spec(), buildOpts)
 	if err != nil {
 		printProblems(stderr, path, err)
@@ -104,7 +118,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
-		PublicURL: cfg.Server.PublicURL})
+		PublicURL: cfg.Server.PublicURL, Telemetry: tel})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -198,7 +212,7 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 }
 
 // providerFactories registers the real providers by config type.
-func providerFactories() map[string]spec.ProviderFactory {
+func providerFactories(clients upstreamClients) map[string]spec.ProviderFactory {
 	retries := func(p spec.Provider) int {
 		if p.MaxRetries == nil {
 			return 0
@@ -211,7 +225,7 @@ func providerFactories() map[string]spec.ProviderFactory {
 	return map[string]spec.ProviderFactory{
 		"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
 			prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Timeout: p.Timeout,
-				MaxRetries: retries(p), Headers: p.Headers})
+				MaxRetries: retries(p), Headers: p.Headers, HTTPClient: clients.provider()})
 			if err != nil {
 				return nil, err
 			}
@@ -219,7 +233,7 @@ func providerFactories() map[string]spec.ProviderFactory {
 		},
 		"gemini": func(p spec.Provider) (func(string) (model.LLM, error), error) {
 			prov, err := gemini.New(gemini.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Timeout: p.Timeout,
-				MaxRetries: retries(p), Headers: p.Headers})
+				MaxRetries: retries(p), Headers: p.Headers, HTTPClient: clients.provider()})
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -33,6 +34,8 @@ type toolMakers struct {
 	log       *slog.Logger
 	lookup    func(string) (string, bool)
 	configDir string
+	// client, when set, sends the tools' requests (see upstreamClients).
+	client *http.Client
 
 	mu sync.Mutex
 	// mcp holds the open toolsets by config key; used and prev are the
@@ -88,7 +91,7 @@ func (m *toolMakers) tool(_ string, t spec.Tool) (agentcore.Tool, error) {
 		return nil, nil
 	}
 	return httptool.New(httptool.Config{Name: t.Name, Description: t.Description, Parameters: t.Parameters,
-		URL: t.URL, Method: t.Method, Headers: t.Headers, Timeout: t.Timeout})
+		URL: t.URL, Method: t.Method, Headers: t.Headers, Timeout: t.Timeout, Client: m.client})
 }
 
 // toolset implements spec.BuildOptions.Toolsets.
@@ -109,7 +112,7 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 			return made.(agentcore.Toolset), nil
 		}
 		made, err := mcptoolset.New(mcptoolset.Config{Name: mcpName(ts), URL: c.URL, Headers: reveal(c.Headers),
-			Command: c.Command, Args: c.Args, Env: m.childEnv(c.Env), Timeout: c.Timeout, Logger: m.log})
+			Command: c.Command, Args: c.Args, Env: m.childEnv(c.Env), Timeout: c.Timeout, Logger: m.log, HTTPClient: m.client})
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +129,7 @@ func (m *toolMakers) toolset(_ string, ts spec.Toolset) (agentcore.Toolset, erro
 			name = filepath.Base(c.Spec)
 		}
 		made, err := openapitoolset.New(openapitoolset.Config{Name: name, Spec: path, BaseURL: c.BaseURL,
-			Headers: reveal(c.Headers), Timeout: c.Timeout})
+			Headers: reveal(c.Headers), Timeout: c.Timeout, Client: m.client})
 		if err != nil {
 			return nil, errors.New("openapi." + err.Error())
 		}

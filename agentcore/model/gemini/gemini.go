@@ -191,6 +191,9 @@ func (e *endpoint) urls(id string) (modelURLs, error) {
 // Name returns the model id at the provider.
 func (m *llm) Name() string { return m.id }
 
+// ProviderName implements model.ProviderNamer.
+func (m *llm) ProviderName() string { return "gcp.gemini" }
+
 // GenerateContent calls generateContent or streamGenerateContent, following
 // model.LLM's contract. req.Model, when set, overrides the id the model was
 // created with.

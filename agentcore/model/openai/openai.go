@@ -162,6 +162,9 @@ var _ model.LLM = (*llm)(nil)
 // Name returns the model id at the provider.
 func (m *llm) Name() string { return m.id }
 
+// ProviderName implements model.ProviderNamer.
+func (m *llm) ProviderName() string { return "openai" }
+
 // GenerateContent calls chat completions, following model.LLM's contract.
 // req.Model, when set, overrides the id the model was created with.
 func (m *llm) GenerateContent(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {

@@ -199,6 +199,11 @@ export function adkWebSuite() {
 
       // The author: selecting the greeting's row shows the event's details.
       await greeting.first().click();
+      // The event panel opens on the agent graph (build_graph_image, the selected agent
+      // highlighted) now that the app has one; its info tab holds the event's details.
+      await page.locator('svg', { hasText: 'coordinator' }).first().waitFor();
+      await screenshot(t, 'adk-web-graph.png');
+      await page.locator('mat-icon', { hasText: /^info$/ }).first().click();
       await page.getByText('Author').first().waitFor();
       const authorRow = page.locator('tr', { hasText: 'Author' }).first();
       assert.match(await authorRow.innerText(), /greeter/);
@@ -232,6 +237,50 @@ export function adkWebSuite() {
       );
       await screenshot(t, 'adk-web-summarize.png');
       assert.deepEqual(pageErrors.slice(errorsBefore), [], 'no uncaught page error during the turn');
+    });
+
+    test('the Traces view shows each invocation\'s spans and latency (GET .../debug/trace/session/{id})', async (t) => {
+      const errorsBefore = pageErrors.length;
+      await page.locator('mat-button-toggle', { hasText: 'Traces' }).first().click();
+      await waitFor(
+        () =>
+          calls.some(
+            (c) => /^\/dev\/apps\/support-desk\/debug\/trace\/session\/[^/]+$/.test(c.path) && c.status === 200,
+          ),
+        'GET .../debug/trace/session/{id}',
+      );
+      // One row per invocation, with the spans of the turn under it.
+      await page.getByText('Invocation ID:').first().waitFor({ timeout: 15_000 });
+      const latencies = await page.getByText(/Total latency:/).allInnerTexts();
+      t.diagnostic(`latencies shown: ${JSON.stringify(latencies)}`);
+      assert.ok(latencies.length >= 2, `one trace per turn: ${JSON.stringify(latencies)}`);
+      for (const l of latencies) assert.doesNotMatch(l, /Total latency: 0us/);
+      // adk-web shows invoke_agent and execute_tool spans by their agent or tool name, chat
+      // spans whole: the names the gateway served.
+      const sessionPath = calls.find((c) => /\/debug\/trace\/session\//.test(c.path)).path;
+      const served = await (await fetch(`${gw.origin}${sessionPath}`)).json();
+      const names = new Set(served.map((s) => s.name));
+      for (const n of ['invoke_agent coordinator', 'invoke_agent greeter', 'execute_tool summarizer', 'invoke_agent summarizer']) {
+        assert.ok(names.has(n), `the session's spans include ${n}: ${JSON.stringify([...names])}`);
+      }
+      const chat = [...names].find((n) => n.startsWith('chat '));
+      assert.ok(chat, 'a chat span');
+      await page.getByText(chat, { exact: true }).first().waitFor();
+      await page.getByText('transfer_to_agent', { exact: true }).first().waitFor();
+      await page.getByText('greeter', { exact: true }).first().waitFor();
+      await screenshot(t, 'adk-web-traces.png');
+      await page.locator('mat-button-toggle', { hasText: 'Events' }).first().click();
+      assert.deepEqual(pageErrors.slice(errorsBefore), [], 'no uncaught page error in the Traces view');
+    });
+
+    test('the agent graph is served as DOT (GET .../build_graph_image)', async () => {
+      const res = await fetch(`${gw.origin}/dev/apps/${APP}/build_graph_image?dark_mode=false`);
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      assert.match(body.dotSrc, /"coordinator" -> "greeter"/);
+      assert.match(body.dotSrc, /"coordinator" -> "tool:summarizer" \[style=dashed\]/);
+      const asked = calls.filter((c) => c.path === `/dev/apps/${APP}/build_graph_image`);
+      assert.ok(asked.every((c) => c.status === 200), `the UI's graph requests: ${JSON.stringify(asked)}`);
     });
 
     test('reloading the page shows the session from GET .../sessions/{id}', async (t) => {
