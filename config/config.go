@@ -58,6 +58,10 @@ type Sessions struct {
 	RedisURL  string        `yaml:"redis_url"`
 	KeyPrefix string        `yaml:"key_prefix"`
 	TTL       time.Duration `yaml:"ttl"`
+	// MaxSessions bounds the top-level sessions the memory backend holds
+	// (default DefaultMaxSessions; 0: no bound); the least recently used
+	// are evicted.
+	MaxSessions *int `yaml:"max_sessions"`
 	// LockTTL is the lease of a session's run lock (redis).
 	LockTTL time.Duration `yaml:"lock_ttl"`
 	// BusyWait is how long a request waits for a busy session before 409.
@@ -129,6 +133,9 @@ const (
 	DefaultRedisURL          = "redis://127.0.0.1:6379/0"
 	DefaultKeyPrefix         = "agentgate:"
 	DefaultTTL               = 168 * time.Hour
+	// DefaultMaxSessions bounds the memory backend: 10,000 sessions of ten
+	// short turns hold about 130 MB of heap (docs/operations.md#sizing).
+	DefaultMaxSessions = 10_000
 )
 
 // Load reads and validates a config file. lookup resolves ${VAR}
@@ -249,6 +256,10 @@ func (c *Config) applyDefaults() {
 	if c.Sessions.KeyPrefix == "" {
 		c.Sessions.KeyPrefix = DefaultKeyPrefix
 	}
+	if c.Sessions.MaxSessions == nil {
+		n := DefaultMaxSessions
+		c.Sessions.MaxSessions = &n
+	}
 	if c.Auth.Mode == "" {
 		c.Auth.Mode = "none"
 	}
@@ -300,6 +311,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.TTL < 0 {
 		bad("sessions.ttl", "must not be negative")
+	}
+	if n := c.Sessions.MaxSessions; n != nil && *n < 0 {
+		bad("sessions.max_sessions", "must not be negative (0: no bound), got %d", *n)
 	}
 	if c.Sessions.BusyWait < 0 {
 		bad("sessions.busy_wait", "must not be negative")

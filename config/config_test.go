@@ -57,6 +57,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
 		{"bad telemetry", "telemetry:\n  otlp_endpoint: collector:4318\n  sample_ratio: 2\n  keep_spans: -1\n",
 			[]string{"telemetry.otlp_endpoint", "telemetry.sample_ratio", "telemetry.keep_spans"}},
+		{"negative max sessions", "sessions:\n  max_sessions: -1\n", []string{"sessions.max_sessions: must not be negative (0: no bound), got -1"}},
+		{"max sessions not a number", "sessions:\n  max_sessions: many\n", []string{"max_sessions", "many"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.yaml), nil)
@@ -69,6 +71,28 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sessions.max_sessions: absent is the default bound, 0 is no bound, a
+// number is that bound.
+func TestMaxSessions(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"sessions: {backend: memory}\n", config.DefaultMaxSessions},
+		{"sessions: {max_sessions: 0}\n", 0},
+		{"sessions: {max_sessions: 250}\n", 250},
+		{"sessions:\n  max_sessions: ${MAX}\n", 7},
+	} {
+		cfg, err := config.Parse([]byte(tc.yaml), env(map[string]string{"MAX": "7"}))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := cfg.Sessions.MaxSessions; got == nil || *got != tc.want {
+			t.Errorf("%q: max_sessions %v, want %d", tc.yaml, got, tc.want)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func (m *releasingMemory) AppendEventsRelease(ctx context.Context, sess *session
 // Every surface hands the turn's lease to the runner, whose final write
 // releases it (one round trip on Redis instead of a write and an unlock).
 func TestTurnWriteNamesTheLease(t *testing.T) {
-	m := &releasingMemory{lockingMemory: &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}}
+	m := &releasingMemory{lockingMemory: &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{})}}
 	f := newObsFixture(t, nil, func(c *gateway.Config) { c.Sessions, c.Locker = m, m })
 	for _, req := range []struct{ path, body, header string }{
 		{"/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`, "s-chat"},

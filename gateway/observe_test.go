@@ -330,7 +330,7 @@ func TestMetricsStoreWrapper(t *testing.T) {
 // lock with its read (and creates a new session in it), as Redis does:
 // that one "lock" and the append (the write releases the lease).
 func TestSessionTurnStoreOperations(t *testing.T) {
-	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}
+	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{})}
 	tests := []struct {
 		name  string
 		opts  []fixtureOpt
@@ -392,7 +392,7 @@ func storeOps(t *testing.T, f *obsFixture) map[string]float64 {
 // A native run reads its session under the run lock, once: with a store
 // that locks with its read, the lock and the turn's write are all.
 func TestNativeRunStoreOperations(t *testing.T) {
-	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{}), sessions.NewMemoryLocker()}
+	locking := &lockingMemory{sessions.NewMemoryService(sessions.MemoryConfig{})}
 	for _, tt := range []struct {
 		name string
 		opts []fixtureOpt
@@ -446,10 +446,9 @@ func TestNativeRunStoreOperations(t *testing.T) {
 
 // lockingMemory is a store that takes a session's run lock with its read,
 // and creates a new session in the same step, as the Redis store does:
-// here the in-memory store and locker, one after the other.
+// here the in-memory store's lock and read, one after the other.
 type lockingMemory struct {
 	*sessions.MemoryService
-	*sessions.MemoryLocker
 }
 
 func (m *lockingMemory) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {

@@ -32,7 +32,10 @@ import (
 type Config struct {
 	Catalog  *spec.Catalog
 	Sessions sessions.Service
-	// Locker serialises runs on one session (default: in-process).
+	// Locker serialises runs on one session; default: Sessions, when it is
+	// a sessions.Locker (both stores are: the in-memory store's leases
+	// also keep a running session from being evicted), else an in-process
+	// lock, enough for one replica.
 	Locker sessions.Locker
 	// Refs indexes the client tool calls of paused turns (see callrefs.go);
 	// default: Sessions, when it is a sessions.Refs (both stores are),
@@ -111,6 +114,9 @@ type app struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Catalog == nil || cfg.Sessions == nil {
 		return nil, errors.New("gateway: catalog and sessions are required")
+	}
+	if cfg.Locker == nil {
+		cfg.Locker, _ = cfg.Sessions.(sessions.Locker)
 	}
 	if cfg.Locker == nil {
 		cfg.Locker = sessions.NewMemoryLocker()

@@ -85,7 +85,7 @@ func Pct(sorted []time.Duration, p float64) time.Duration {
 // runLoad starts n turns at rate per second (an open loop: a turn starts
 // when it is due, whether or not earlier ones have finished), at most
 // maxInFlight at once, and waits for all of them.
-func runLoad(ctx context.Context, rate, n, maxInFlight int, do func(ctx context.Context, i int) Sample) Result {
+func runLoad(ctx context.Context, rate, n, maxInFlight int, do turnFunc) Result {
 	samples := make([]Sample, n)
 	sem := make(chan struct{}, maxInFlight)
 	var wg sync.WaitGroup
@@ -108,7 +108,23 @@ func runLoad(ctx context.Context, rate, n, maxInFlight int, do func(ctx context.
 	// streamed turns would otherwise count each block's tail.
 	elapsed := time.Since(start) + interval
 	wg.Wait()
-	r := Result{N: n, Elapsed: elapsed}
+	return summarize(samples, elapsed)
+}
+
+// runSerial sends turns one after the other (a closed loop of one: c=1)
+// until d has passed, at least one.
+func runSerial(ctx context.Context, d time.Duration, do turnFunc) Result {
+	var samples []Sample
+	start := time.Now()
+	for i := 0; (i == 0 || time.Since(start) < d) && ctx.Err() == nil; i++ {
+		samples = append(samples, do(ctx, i))
+	}
+	return summarize(samples, time.Since(start))
+}
+
+// summarize makes the Result of samples, turns that took elapsed to start.
+func summarize(samples []Sample, elapsed time.Duration) Result {
+	r := Result{N: len(samples), Elapsed: elapsed}
 	for _, s := range samples {
 		if s.Err != nil {
 			r.Errors++

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestPct(t *testing.T) {
@@ -50,7 +53,8 @@ func TestSmoke(t *testing.T) {
 		setups += ",redis"
 	}
 	var out, errs strings.Builder
-	args := []string{"-quick", "-sessions", setups, "-duration", "300ms", "-warmup", "0s", "-open-streams", "20", "-rate", "50", "-stream-rate", "20"}
+	args := []string{"-quick", "-sessions", setups, "-duration", "300ms", "-warmup", "0s", "-open-streams", "20", "-rate", "50", "-stream-rate", "20",
+		"-c1-duration", "300ms"}
 	if err := run(context.Background(), args, &out, &errs); err != nil {
 		t.Fatalf("run: %v\n%s", err, errs.String())
 	}
@@ -70,6 +74,86 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
+	}
+	// The ratios to the floor: for each pass-through scenario, one row per
+	// measure, with its target and a verdict; none for the others.
+	ratios := ratioRows(report)
+	for _, sc := range []struct{ name, rate string }{{"non-streaming pass-through", "50"}, {"streaming pass-through", "20"}} {
+		for measure, target := range map[string]string{"added latency p50, c=1": "≤ 1.25x", "added latency p99, c=1": "≤ 2x",
+			"CPU per turn, c=1": "≤ 1.5x", "CPU per turn, at " + sc.rate + "/s": "≤ 1.5x"} {
+			cells, ok := ratios[sc.name+" | memory | "+measure]
+			if !ok {
+				t.Errorf("no ratio row %q for %s:\n%s", measure, sc.name, report)
+				continue
+			}
+			if cells[3] != target {
+				t.Errorf("%s, %s: target %q, want %q", sc.name, measure, cells[3], target)
+			}
+			if !verdictRE.MatchString(cells[2] + " | " + cells[4]) {
+				t.Errorf("%s, %s: ratio %q and verdict %q", sc.name, measure, cells[2], cells[4])
+			}
+		}
+	}
+	for key := range ratios {
+		if strings.HasPrefix(key, "transfer tree") || strings.HasPrefix(key, "agent tool") {
+			t.Errorf("a ratio row for a scenario the floor proxy does not take: %s", key)
+		}
+	}
+}
+
+// verdictRE matches a ratio cell and its verdict: a ratio and whether it
+// met its target (negative when agentgate's turns were faster than the
+// direct ones: noise in a short run), or no ratio and why.
+var verdictRE = regexp.MustCompile(`^(-?\d+\.\d\dx \| (met|\*\*not met\*\*)|– \| not measured.*)$`)
+
+// ratioRows reads the rows of the ratios table, keyed by scenario,
+// sessions and measure, each to its cells: agentgate, proxy, ratio, target
+// and verdict.
+func ratioRows(report string) map[string][]string {
+	_, table, _ := strings.Cut(report, "Against the floor:")
+	out := map[string][]string{}
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if !strings.HasPrefix(line, "| ") || len(cells) != 8 || cells[0] == "scenario" {
+			continue
+		}
+		out[strings.Join(cells[:3], " | ")] = cells[3:]
+	}
+	return out
+}
+
+// The ratios to the floor, from figures whose outcome is known: added
+// latency against the proxy's, CPU per turn against its, each met or not,
+// and no ratio where the proxy's figure is 0.
+func TestRatioReport(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Microsecond
+		}
+		return out
+	}
+	// p50 is the 1st of 2 samples, p99 the 2nd.
+	direct := Result{N: 2, Lat: ms(1000, 2000)}
+	floor := Result{N: 2, Lat: ms(1100, 2200)} // adds 100 and 200
+	via := Result{N: 2, Lat: ms(1120, 2500)}   // adds 120 (1.20x) and 500 (2.50x)
+	r := &report{rows: []row{{Scenario: scenarios[0], Setup: "memory", Rate: 100,
+		phase: phase{Direct: direct, Via: Result{N: 4, Errors: 2}, Floor: &Result{N: 2}, CPU: 8 * time.Millisecond, FloorCPU: 0},
+		C1:    &phase{Direct: direct, Via: via, Floor: &floor, CPU: 3 * time.Millisecond, FloorCPU: 2 * time.Millisecond}},
+		{Scenario: scenarios[2], Setup: "memory", Rate: 100}, // no floor: no rows
+	}}
+	var b strings.Builder
+	r.writeRatios(&b)
+	want := []string{
+		"| non-streaming pass-through | memory | added latency p50, c=1 | +120 | +100 | 1.20x | ≤ 1.25x | met |",
+		"| non-streaming pass-through | memory | added latency p99, c=1 | +500 | +200 | 2.50x | ≤ 2x | **not met** |",
+		"| non-streaming pass-through | memory | CPU per turn, c=1 | 1.500 | 1.000 | 1.50x | ≤ 1.5x | met |",
+		"| non-streaming pass-through | memory | CPU per turn, at 100/s | 4.000 | 0.000 | – | ≤ 1.5x | not measured: the proxy's figure is not above 0 |",
+	}
+	_, table, _ := strings.Cut(b.String(), "|---|")
+	got := strings.Split(strings.TrimSpace(table), "\n")[1:]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ratio rows (-want +got):\n%s\nreport:\n%s", diff, b.String())
 	}
 }
 

@@ -6,7 +6,10 @@
 // the same workload twice: straight to the mock, and through agentgate. The
 // difference is the gateway's own cost. The pass-through workloads also go
 // through a bare net/http proxy (./loadtest/floorproxy), whose cost is that
-// of one more HTTP hop on the machine: the floor under agentgate's.
+// of one more HTTP hop on the machine: the floor under agentgate's. They
+// then run one turn at a time (c=1) on the three paths, and the report
+// gives agentgate's added latency and CPU per turn as ratios to the floor
+// proxy's, beside their targets.
 // Everything listens on loopback; every loop is bounded by the request
 // count.
 //
@@ -50,6 +53,9 @@ type options struct {
 	gatewayBin  string
 	logLevel    string
 	floor       bool
+	// serial is how long each path runs one turn at a time (c=1) in the
+	// pass-through scenarios, for the ratios to the floor proxy.
+	serial time.Duration
 }
 
 func main() {
@@ -79,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4096, "bound on turns in flight at once")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "a prebuilt agentgate binary (default: build ./cmd/gateway)")
 	fs.BoolVar(&o.floor, "floor", true, "also send the pass-through scenarios through a bare net/http proxy (loadtest/floorproxy): the cost of the hop alone")
+	fs.DurationVar(&o.serial, "c1-duration", 5*time.Second, "with -floor: measured time per pass-through scenario and path with one turn at a time (c=1), for the ratios to the floor proxy (0 skips it)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs go to a file in the run's temporary directory)")
 	quick := fs.Bool("quick", false, "a short smoke run: 1s per phase at low rates, 100 open streams")
 	if err := fs.Parse(args); err != nil {
@@ -87,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]string{"rate": "100", "stream-rate": "50", "duration": "1s", "block": "500ms", "warmup": "200ms", "open-streams": "100"} {
+		for name, v := range map[string]string{"rate": "100", "stream-rate": "50", "duration": "1s", "block": "500ms", "warmup": "200ms", "open-streams": "100", "c1-duration": "1s"} {
 			if !set[name] {
 				_ = fs.Set(name, v)
 			}
@@ -104,8 +111,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("unknown session setup %q", s)
 		}
 	}
-	if o.rate <= 0 || o.streamRate <= 0 || o.duration <= 0 {
-		return errors.New("rates and duration must be positive")
+	if o.rate <= 0 || o.streamRate <= 0 || o.duration <= 0 || o.block <= 0 {
+		return errors.New("rates, duration and block must be positive")
+	}
+	if o.serial < 0 {
+		return errors.New("c1-duration must not be negative")
 	}
 
 	tmp, err := os.MkdirTemp("", "agentgate-loadtest-")
@@ -241,7 +251,7 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 			floorDo = func(ctx context.Context, i int) Sample { return c.direct(ctx, floor.base+"/v1", sc) }
 		}
 		// viaDo sends turn first+i of the phase through the gateway.
-		viaDo := func(phase string, first int) func(ctx context.Context, i int) Sample {
+		viaDo := func(phase string, first int) turnFunc {
 			return func(ctx context.Context, i int) Sample {
 				return c.viaGateway(ctx, gw.base, sc, session(phase, first+i))
 			}
@@ -255,43 +265,76 @@ func runSetup(ctx context.Context, log io.Writer, rep *report, c *Client, up *Up
 		if err != nil {
 			return err
 		}
-		// The paths take turns, a block each, so that all see the same
-		// machine: on shared CPUs, whatever else runs meanwhile (builds,
-		// GC in the load generator) lands on all instead of on one.
-		var direct, via Result
-		var fl *Result
-		var cpu, floorCPU time.Duration
+		var rated phase
 		perBlock := max(1, int(o.block.Seconds()*float64(rate)))
 		for done := 0; done < n && ctx.Err() == nil; done += perBlock {
 			k := min(perBlock, n-done)
-			direct.add(runLoad(ctx, rate, k, o.maxInFlight, directDo))
-			if floorDo != nil {
-				if fl == nil {
-					fl = &Result{}
-				}
-				t, err := cpuOf(floor, func() { fl.add(runLoad(ctx, rate, k, o.maxInFlight, floorDo)) })
-				if err != nil {
-					return err
-				}
-				floorCPU += t
-			}
-			t, err := cpuOf(gw, func() { via.add(runLoad(ctx, rate, k, o.maxInFlight, viaDo("run", done))) })
-			if err != nil {
+			load := func(do turnFunc) Result { return runLoad(ctx, rate, k, o.maxInFlight, do) }
+			if err := rated.block(gw, floor, load, directDo, floorDo, viaDo("run", done)); err != nil {
 				return err
 			}
-			cpu += t
 		}
 		m1, err := gw.Metrics(ctx)
 		if err != nil {
 			return err
 		}
 		ops := sumPrefix(m1, "agentgate_session_store_operations_total") - sumPrefix(m0, "agentgate_session_store_operations_total")
-		rep.rows = append(rep.rows, row{Scenario: sc, Setup: setup, Rate: rate, Direct: direct, Via: via, Floor: fl,
-			CPU: cpu, FloorCPU: floorCPU, StoreOps: ops})
+		x := row{Scenario: sc, Setup: setup, Rate: rate, phase: rated, StoreOps: ops}
+		if floorDo != nil && o.serial > 0 {
+			fmt.Fprintf(log, "[%s] %s: one turn at a time for %v on each path ...\n", setup, sc.Name, o.serial)
+			x.C1 = &phase{}
+			for spent := time.Duration(0); spent < o.serial && ctx.Err() == nil; spent += o.block {
+				d := min(o.block, o.serial-spent)
+				serial := func(do turnFunc) Result { return runSerial(ctx, d, do) }
+				if err := x.C1.block(gw, floor, serial, directDo, floorDo, viaDo("c1", x.C1.Via.N)); err != nil {
+					return err
+				}
+			}
+		}
+		rep.rows = append(rep.rows, x)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
+	return nil
+}
+
+// phase is the measured turns of one scenario on each path, with the CPU
+// time the gateway and the floor proxy spent meanwhile.
+type phase struct {
+	Direct, Via Result
+	// Floor is the same turns through the floor proxy (nil: not run).
+	Floor *Result
+	// CPU is the gateway process's CPU time while its turns ran; FloorCPU
+	// the floor proxy's while its turns ran.
+	CPU, FloorCPU time.Duration
+}
+
+// turnFunc sends turn i of a block.
+type turnFunc func(ctx context.Context, i int) Sample
+
+// block runs one block of turns with run on each path: direct, the floor
+// proxy (when floorDo is not nil), then agentgate. The paths take turns, a
+// block each, so that all see the same machine: on shared CPUs, whatever
+// else runs meanwhile (builds, GC in the load generator) lands on all
+// instead of on one.
+func (ph *phase) block(gw, floor *Child, run func(turnFunc) Result, directDo, floorDo, viaDo turnFunc) error {
+	ph.Direct.add(run(directDo))
+	if floorDo != nil {
+		if ph.Floor == nil {
+			ph.Floor = &Result{}
+		}
+		t, err := cpuOf(floor, func() { ph.Floor.add(run(floorDo)) })
+		if err != nil {
+			return err
+		}
+		ph.FloorCPU += t
+	}
+	t, err := cpuOf(gw, func() { ph.Via.add(run(viaDo)) })
+	if err != nil {
+		return err
+	}
+	ph.CPU += t
 	return nil
 }
 

@@ -8,19 +8,18 @@ import (
 	"time"
 )
 
-// row is one scenario under one session setup.
+// row is one scenario under one session setup: its turns at Rate, and
+// one at a time.
 type row struct {
-	Scenario    Scenario
-	Setup       string
-	Rate        int
-	Direct, Via Result
-	// Floor is the same turns through the floor proxy (nil: not run).
-	Floor *Result
-	// CPU is the gateway process's CPU time during the measured phase;
-	// FloorCPU the floor proxy's.
-	CPU, FloorCPU time.Duration
-	// StoreOps is the number of session-store operations in that phase.
+	Scenario Scenario
+	Setup    string
+	Rate     int
+	phase    // at Rate
+	// StoreOps is the number of session-store operations at Rate.
 	StoreOps float64
+	// C1 is the same turns one at a time (c=1), for the ratios to the
+	// floor proxy (nil: not run).
+	C1 *phase
 }
 
 type report struct {
@@ -79,12 +78,7 @@ func rtt(w io.Writer, what string, sorted []time.Duration) {
 // writeFloor splits the gateway's cost into the hop (the floor proxy
 // minus direct) and the rest (agentgate minus the floor proxy).
 func (r *report) writeFloor(w io.Writer) {
-	var rows []row
-	for _, x := range r.rows {
-		if x.Floor != nil {
-			rows = append(rows, x)
-		}
-	}
+	rows := slices.DeleteFunc(slices.Clone(r.rows), func(x row) bool { return x.Floor == nil })
 	if len(rows) == 0 {
 		return
 	}
@@ -103,6 +97,85 @@ func (r *report) writeFloor(w io.Writer) {
 			diff(Pct(f.Lat, 50), Pct(v.Lat, 50)), diff(Pct(f.Lat, 99), Pct(v.Lat, 99)), restTTFT, perTurn("%.3f", x.CPU.Seconds()*1000, v))
 	}
 	rtt(w, "Under both, one TCP round trip between two processes (a line the floor proxy echoes)", r.tcpRTT)
+}
+
+// Issue 21's targets: agentgate's added latency (over direct) at most
+// these times the floor proxy's, one turn at a time, and its CPU per turn
+// at most cpuTarget times the proxy's.
+const (
+	p50Target, p99Target, cpuTarget = 1.25, 2.0, 1.5
+)
+
+// ratio is one measure of agentgate against the floor proxy.
+type ratio struct {
+	measure      string
+	via, floor   float64
+	measured     bool // on both paths
+	target       float64
+	figureFormat string
+}
+
+// writeRatios sets agentgate against the floor proxy, for each scenario
+// both ran one turn at a time: added latency at p50 and p99 (c=1), and
+// CPU per turn (c=1 and at the scenario's rate), each as a ratio beside
+// its target.
+func (r *report) writeRatios(w io.Writer) {
+	rows := slices.DeleteFunc(slices.Clone(r.rows), func(x row) bool { return x.C1 == nil || x.C1.Floor == nil })
+	if len(rows) == 0 {
+		return
+	}
+	table(w, 3, "Against the floor: what agentgate adds over direct, divided by what the bare net/http proxy adds,\n"+
+		"one turn at a time (c=1; latency in µs), and agentgate's CPU per turn divided by the proxy's (in ms),\n"+
+		"beside the targets of issue 21:",
+		"scenario", "sessions", "measure", "agentgate", "net/http proxy", "ratio", "target", "verdict")
+	for _, x := range rows {
+		c, f := *x.C1, *x.C1.Floor
+		both := len(c.Via.Lat) > 0 && len(f.Lat) > 0 && len(c.Direct.Lat) > 0
+		added := func(res Result, p float64) float64 { return us64(Pct(res.Lat, p) - Pct(c.Direct.Lat, p)) }
+		lines := []ratio{
+			{"added latency p50, c=1", added(c.Via, 50), added(f, 50), both, p50Target, "%+.0f"},
+			{"added latency p99, c=1", added(c.Via, 99), added(f, 99), both, p99Target, "%+.0f"},
+		}
+		for _, p := range []struct {
+			name string
+			ph   phase
+		}{{"c=1", c}, {fmt.Sprintf("at %d/s", x.Rate), x.phase}} {
+			via, okVia := cpuPerTurn(p.ph.CPU, p.ph.Via)
+			floor, okFloor := 0.0, false
+			if p.ph.Floor != nil {
+				floor, okFloor = cpuPerTurn(p.ph.FloorCPU, *p.ph.Floor)
+			}
+			lines = append(lines, ratio{"CPU per turn, " + p.name, via, floor, okVia && okFloor, cpuTarget, "%.3f"})
+		}
+		for _, l := range lines {
+			q, verdict := "–", "not measured"
+			switch {
+			case !l.measured:
+			case l.floor <= 0:
+				verdict = "not measured: the proxy's figure is not above 0"
+			default:
+				q, verdict = fmt.Sprintf("%.2fx", l.via/l.floor), "**not met**"
+				if l.via/l.floor <= l.target {
+					verdict = "met"
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | "+l.figureFormat+" | "+l.figureFormat+" | %s | ≤ %.4gx | %s |\n", x.Scenario.Name, x.Setup, l.measure,
+				l.via, l.floor, q, l.target, verdict)
+		}
+	}
+}
+
+// us64 is d in microseconds.
+func us64(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// cpuPerTurn is cpu in milliseconds per turn of res that ended without
+// error; ok is false when none did.
+func cpuPerTurn(cpu time.Duration, res Result) (ms float64, ok bool) {
+	done := res.N - res.Errors
+	if done <= 0 {
+		return 0, false
+	}
+	return cpu.Seconds() * 1000 / float64(done), true
 }
 
 func (r *report) write(w io.Writer, args []string) {
@@ -158,6 +231,7 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	rtt(w, "One Redis round trip (`PING`)", r.redisRTT)
 	r.writeFloor(w)
+	r.writeRatios(w)
 	if len(r.open) > 0 {
 		table(w, 2, "Streams held open at once (the mock holds each after its first delta; the bare net/http proxy\n"+
 			"shows what the hop alone takes):",
@@ -174,9 +248,15 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	var errs []string
 	for _, x := range r.rows {
-		paths := []Result{x.Direct, x.Via}
-		if x.Floor != nil {
-			paths = append(paths, *x.Floor)
+		var paths []Result
+		for _, ph := range []*phase{&x.phase, x.C1} {
+			if ph == nil {
+				continue
+			}
+			paths = append(paths, ph.Direct, ph.Via)
+			if ph.Floor != nil {
+				paths = append(paths, *ph.Floor)
+			}
 		}
 		for _, res := range paths {
 			if res.FirstErr != nil {

@@ -104,6 +104,7 @@ type LockingGetter interface {
 
 // MemoryLocker is the process-local Locker: enough for one gateway replica.
 // Replicas sharing sessions need a shared lock, such as the Redis store's.
+// The zero MemoryLocker is ready to use.
 type MemoryLocker struct {
 	mu   sync.Mutex
 	held map[memKey]chan struct{} // closed when the holder releases
@@ -136,6 +137,9 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 		l.mu.Lock()
 		busy, ok := l.held[k]
 		if !ok {
+			if l.held == nil {
+				l.held = map[memKey]chan struct{}{}
+			}
 			done := make(chan struct{})
 			l.held[k] = done
 			l.mu.Unlock()

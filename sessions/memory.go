@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"fmt"
 	"maps"
@@ -26,6 +27,11 @@ type MemoryConfig struct {
 	// Zero keeps sessions forever. It is also the TTL of refs put without
 	// one of their own.
 	TTL time.Duration
+	// MaxSessions bounds the top-level sessions held, each with its
+	// sub-conversations (unlisted ones included): creating one more evicts
+	// the least recently used tree (see MemoryService). Refs are bounded
+	// at RefsPerSession times as many. Zero means no bound.
+	MaxSessions int
 }
 
 // MemoryService is the embedded, process-local Service. It keeps everything
@@ -36,22 +42,43 @@ type MemoryConfig struct {
 // create does (sweepSample sessions at random, as Redis expires keys), so
 // that a store whose sessions are never read again does not grow without
 // bound.
+//
+// The store keeps its trees (a top-level session and its
+// sub-conversations) and its refs in order of use: any method that names a
+// session uses its tree (List does not), PutRefs and GetRef use their refs.
+// With MaxSessions, creating a tree beyond the bound evicts the least
+// recently used trees, and putting a ref beyond its bound the least
+// recently used refs; a tree whose session holds a run lease taken with
+// the store's own Acquire is not evicted until the lease is released, so
+// that the store may hold more trees than the bound, by at most the number
+// of leases held. Each of these steps is O(1) in the number of sessions
+// held; Delete and Tree walk one tree.
 type MemoryService struct {
-	now   func() time.Time
-	newID func() string
-	ttl   time.Duration
+	now     func() time.Time
+	newID   func() string
+	ttl     time.Duration
+	max     int // trees; 0: no bound
+	maxRefs int
+	locker  MemoryLocker // the leases of Acquire
 
 	mu       sync.Mutex
 	sessions map[memKey]*memSession
+	trees    map[memKey]*memTree // by the root's key (id: the top-level session's)
+	lru      list.List           // of *memTree, most recently used first; pinned trees are out of it
+	pins     map[memKey]int      // run leases held, by the tree root's key (made on first use)
 	appState map[string]map[string]any
 	userSt   map[[2]string]map[string]any
-	refs     map[memKey]memRef // id: the ref's key
+	refs     map[memKey]*memRef // id: the ref's key
+	refLRU   list.List          // of *memRef, most recently used first
+	evicted  StoreStats         // the counts of evictions
 }
 
 // memRef is a stored ref with its expiry (zero: never).
 type memRef struct {
+	key     memKey
 	ref     Ref
 	expires time.Time
+	elem    *list.Element // in refLRU
 }
 
 type memKey struct{ app, user, id string }
@@ -63,10 +90,17 @@ type memSession struct {
 	tree   *memTree // shared by a top-level session and its sub-conversations
 }
 
-// memTree is the expiry of a session tree.
-type memTree struct{ expires time.Time } // zero: never
+// memTree is a top-level session and its sub-conversations: every id
+// under one root id, whether the root session exists or not.
+type memTree struct {
+	root    memKey
+	ids     []string      // of the sessions held
+	expires time.Time     // zero: never
+	elem    *list.Element // in lru; nil while a run lease pins the tree
+}
 
-// sweepSample is how many sessions each create examines for expiry.
+// sweepSample is how many trees each create (and refs each PutRefs)
+// examines for expiry.
 const sweepSample = 16
 
 var (
@@ -74,13 +108,16 @@ var (
 	_ BatchAppender = (*MemoryService)(nil)
 	_ GetOrCreator  = (*MemoryService)(nil)
 	_ Refs          = (*MemoryService)(nil)
+	_ Locker        = (*MemoryService)(nil)
+	_ StatsReporter = (*MemoryService)(nil)
 )
 
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
-	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL,
-		sessions: map[memKey]*memSession{}, appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{},
-		refs: map[memKey]memRef{}}
+	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL, max: max(cfg.MaxSessions, 0),
+		sessions: map[memKey]*memSession{}, trees: map[memKey]*memTree{},
+		appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{}, refs: map[memKey]*memRef{}}
+	s.maxRefs = s.max * RefsPerSession
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -133,33 +170,34 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 	s.sweep()
 	own, app, user := SplitDelta(state)
-	ms := &memSession{state: CloneState(own), update: s.now(), tree: &memTree{}}
-	if root, _, nested := strings.Cut(k.id, "/"); nested {
-		if top, ok := s.lookup(memKey{k.app, k.user, root}); ok {
-			ms.tree = top.tree
-		}
-	}
+	ms := &memSession{state: CloneState(own), update: s.now(), tree: s.plant(k)}
 	s.sessions[k] = ms
 	s.merge(k.app, k.user, app, user)
 	s.renew(ms)
 	return ms
 }
 
-// lookup returns the live session under k, removing it if it has expired;
-// s.mu is held.
+// lookup returns the live session under k, which uses its tree, removing
+// the tree if it has expired; s.mu is held.
 func (s *MemoryService) lookup(k memKey) (*memSession, bool) {
 	ms, ok := s.sessions[k]
-	if ok && ms.expired(s.now) {
-		delete(s.sessions, k)
+	if !ok {
 		return nil, false
 	}
-	return ms, ok
+	if ms.expired(s.now) {
+		s.drop(ms.tree)
+		return nil, false
+	}
+	s.use(ms.tree)
+	return ms, true
 }
 
 // expired reports whether ms has expired; now is read only for a session
 // that expires at all (a test's clock may count its reads).
-func (ms *memSession) expired(now func() time.Time) bool {
-	return !ms.tree.expires.IsZero() && !now().Before(ms.tree.expires)
+func (ms *memSession) expired(now func() time.Time) bool { return ms.tree.expired(now) }
+
+func (t *memTree) expired(now func() time.Time) bool {
+	return !t.expires.IsZero() && !now().Before(t.expires)
 }
 
 // renew restarts the TTL of the tree of ms; s.mu is held.
@@ -169,21 +207,21 @@ func (s *MemoryService) renew(ms *memSession) {
 	}
 }
 
-// sweep removes the expired sessions among up to sweepSample of them;
+// sweep removes the expired trees among up to sweepSample of them;
 // s.mu is held.
 func (s *MemoryService) sweep() {
 	if s.ttl > 0 {
-		sweepSome(s.sessions, s.now)
+		sweepSome(s.trees, s.now, s.drop)
 	}
 }
 
-// sweepSome removes the expired entries among up to sweepSample of m's
-// (map iteration starts at a random place).
-func sweepSome[V interface{ expired(func() time.Time) bool }](m map[memKey]V, now func() time.Time) {
+// sweepSome removes, with remove, the expired entries among up to
+// sweepSample of m's (map iteration starts at a random place).
+func sweepSome[V interface{ expired(func() time.Time) bool }](m map[memKey]V, now func() time.Time, remove func(V)) {
 	n := 0
-	for k, v := range m {
+	for _, v := range m {
 		if v.expired(now) {
-			delete(m, k)
+			remove(v)
 		}
 		if n++; n == sweepSample {
 			return
@@ -236,7 +274,7 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 	for k, ms := range s.sessions {
 		switch {
 		case ms.expired(s.now):
-			delete(s.sessions, k)
+			s.drop(ms.tree)
 		case k.app == req.AppName && k.user == req.UserID && !Unlisted(k.id):
 			all = append(all, s.view(k, ms, false))
 		}
@@ -269,16 +307,11 @@ func (s *MemoryService) Delete(ctx context.Context, req DeleteRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	if _, ok := s.lookup(k); !ok {
+	ms, ok := s.lookup(k)
+	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
 	}
-	delete(s.sessions, k)
-	prefix := req.SessionID + "/"
-	for ck := range s.sessions {
-		if ck.app == k.app && ck.user == k.user && strings.HasPrefix(ck.id, prefix) {
-			delete(s.sessions, ck)
-		}
-	}
+	s.prune(ms.tree, req.SessionID)
 	return nil
 }
 
@@ -295,9 +328,10 @@ func (s *MemoryService) Tree(ctx context.Context, req GetRequest) ([]*Session, e
 	}
 	out := []*Session{s.view(k, ms, true)}
 	prefix := req.SessionID + "/"
-	for ck, cs := range s.sessions {
-		if ck.app == k.app && ck.user == k.user && strings.HasPrefix(ck.id, prefix) && !cs.expired(s.now) {
-			out = append(out, s.view(ck, cs, true))
+	for _, id := range ms.tree.ids {
+		if strings.HasPrefix(id, prefix) {
+			ck := memKey{k.app, k.user, id}
+			out = append(out, s.view(ck, s.sessions[ck], true))
 		}
 	}
 	slices.SortFunc(out, func(a, b *Session) int { return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID)) })
@@ -319,13 +353,13 @@ func (s *MemoryService) PutRefs(ctx context.Context, app, user string, refs map[
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sweepSome(s.refs, s.now)
+	sweepSome(s.refs, s.now, s.dropRef)
 	var expires time.Time
 	if ttl > 0 {
 		expires = s.now().Add(ttl)
 	}
 	for key, ref := range refs {
-		s.refs[memKey{app, user, key}] = memRef{ref: ref, expires: expires}
+		s.putRef(memKey{app, user, key}, ref, expires)
 	}
 	return nil
 }
@@ -337,15 +371,15 @@ func (s *MemoryService) GetRef(ctx context.Context, app, user, key string) (Ref,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := memKey{app, user, key}
-	r, ok := s.refs[k]
+	r, ok := s.refs[memKey{app, user, key}]
 	if ok && r.expired(s.now) {
-		delete(s.refs, k)
+		s.dropRef(r)
 		ok = false
 	}
 	if !ok {
 		return Ref{}, fmt.Errorf("%w: ref %s", ErrNotFound, key)
 	}
+	s.refLRU.MoveToFront(r.elem)
 	return r.ref, nil
 }
 
@@ -357,12 +391,14 @@ func (s *MemoryService) DeleteRefs(ctx context.Context, app, user string, keys .
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, key := range keys {
-		delete(s.refs, memKey{app, user, key})
+		if r, ok := s.refs[memKey{app, user, key}]; ok {
+			s.dropRef(r)
+		}
 	}
 	return nil
 }
 
-func (r memRef) expired(now func() time.Time) bool {
+func (r *memRef) expired(now func() time.Time) bool {
 	return !r.expires.IsZero() && !now().Before(r.expires)
 }
 

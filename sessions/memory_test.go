@@ -24,3 +24,17 @@ func TestGetOrCreateWithoutGetOrCreator(t *testing.T) {
 		return svc
 	})
 }
+
+// The bounded store passes the suite too, with every operation also
+// keeping its use order (a bound no subtest reaches).
+func TestBoundedMemoryServiceConformance(t *testing.T) {
+	sessiontest.Run(t, func(t *testing.T) sessions.Service {
+		return sessions.NewMemoryService(sessions.MemoryConfig{MaxSessions: 64})
+	})
+}
+
+func TestMemoryServiceLockerConformance(t *testing.T) {
+	sessiontest.RunLocker(t, func(t *testing.T) sessions.Locker {
+		return sessions.NewMemoryService(sessions.MemoryConfig{MaxSessions: 64})
+	})
+}

@@ -246,7 +246,12 @@ func providerFactories(clients upstreamClients) map[string]spec.ProviderFactory 
 // gateway starts while Redis is down and /readyz reports it.
 func openSessions(c config.Sessions) (sessions.Service, sessions.Locker, func(), error) {
 	if c.Backend != "redis" {
-		return sessions.NewMemoryService(sessions.MemoryConfig{TTL: c.TTL}), sessions.NewMemoryLocker(), func() {}, nil
+		bound := config.DefaultMaxSessions
+		if c.MaxSessions != nil {
+			bound = *c.MaxSessions
+		}
+		st := sessions.NewMemoryService(sessions.MemoryConfig{TTL: c.TTL, MaxSessions: bound})
+		return st, st, func() {}, nil // its own leases keep running sessions from eviction
 	}
 	st, err := sessionsredis.New(sessionsredis.Config{URL: c.RedisURL, KeyPrefix: c.KeyPrefix, TTL: c.TTL, LockTTL: c.LockTTL})
 	if err != nil {

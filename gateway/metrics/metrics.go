@@ -24,6 +24,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/sessions"
 )
 
 // Other is the label value of anything outside the configured sets.
@@ -59,6 +60,8 @@ type Metrics struct {
 
 	storeOps      *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
+	// bounded are the stores that evict (see Sessions and Refs).
+	bounded boundedStores
 
 	// names holds the label values the configuration allows; a reload
 	// swaps it (SetSpec).
@@ -133,7 +136,17 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
 	}
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
-		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.storeOps, m.storeDuration} {
+		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.storeOps, m.storeDuration,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_held",
+			Help: "Top-level sessions (each with its sub-conversations) held by the in-memory store, bounded by sessions.max_sessions."},
+			m.bounded.sum(func(st sessions.StoreStats) uint64 { return uint64(st.Sessions) }, true)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "sessions_evicted_total",
+			Help: "Top-level sessions (each with its sub-conversations) evicted, least recently used first, to stay within sessions.max_sessions."},
+			m.bounded.sum(func(st sessions.StoreStats) uint64 { return st.EvictedSessions }, true)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "session_refs_evicted_total",
+			Help: "Refs (client tool calls of paused turns) evicted, least recently used first, to stay within their bound."},
+			m.bounded.sum(func(st sessions.StoreStats) uint64 { return st.EvictedRefs }, false)),
+	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -17,8 +17,11 @@ import (
 // themselves; on others sessions.GetOrCreate's read and create). When svc is a sessions.BatchAppender so
 // is the wrapper (and a sessions.ReleasingAppender, which releases only
 // when svc is one), and a batch counts as one "append_event" operation
-// (one store round trip, like a single append).
+// (one store round trip, like a single append). When svc is a
+// sessions.StatsReporter (the in-memory store), its sessions held and
+// evicted are reported too.
 func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
+	m.bounded.add(svc, true)
 	s := &instrumentedStore{svc: svc, m: m}
 	if b, ok := svc.(sessions.BatchAppender); ok {
 		return &instrumentedBatchStore{instrumentedStore: s, b: b}
@@ -127,8 +130,54 @@ func (s *instrumentedBatchStore) appendEvents(evs []*sessions.Event, write func(
 }
 
 // Refs wraps a refs index so that every operation is counted and timed:
-// "put_refs", "get_ref" and "delete_refs".
-func (m *Metrics) Refs(r sessions.Refs) sessions.Refs { return &instrumentedRefs{r: r, m: m} }
+// "put_refs", "get_ref" and "delete_refs". When r is a
+// sessions.StatsReporter, its evicted refs are reported too.
+func (m *Metrics) Refs(r sessions.Refs) sessions.Refs {
+	m.bounded.add(r, false)
+	return &instrumentedRefs{r: r, m: m}
+}
+
+// boundedStores are the stores whose sessions (and, apart, whose refs)
+// the metrics report, summed: every store wrapped with this Metrics.
+type boundedStores struct {
+	mu             sync.Mutex
+	sessions, refs []sessions.StatsReporter
+}
+
+// add reports store's sessions (ofSessions) or refs, if it is a
+// sessions.StatsReporter.
+func (b *boundedStores) add(store any, ofSessions bool) {
+	r, ok := store.(sessions.StatsReporter)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ofSessions {
+		b.sessions = append(b.sessions, r)
+	} else {
+		b.refs = append(b.refs, r)
+	}
+}
+
+// sum returns a reading of field summed over the stores added for their
+// sessions (ofSessions) or their refs.
+func (b *boundedStores) sum(field func(sessions.StoreStats) uint64, ofSessions bool) func() float64 {
+	return func() float64 {
+		b.mu.Lock()
+		stores := b.refs
+		if ofSessions {
+			stores = b.sessions
+		}
+		stores = slices.Clip(stores)
+		b.mu.Unlock()
+		var n uint64
+		for _, r := range stores {
+			n += field(r.Stats())
+		}
+		return float64(n)
+	}
+}
 
 type instrumentedRefs struct {
 	r sessions.Refs
