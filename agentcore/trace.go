@@ -77,7 +77,9 @@ func (s TraceScope) Redact(v any) any { return s.inv.Redactor().Value(v) }
 func (s TraceScope) RedactText(text string) string { return s.inv.Redactor().Text(text) }
 
 // RedactContent is Redact for a content (every part type).
-func (s TraceScope) RedactContent(c *genai.Content) *genai.Content { return s.inv.Redactor().Content(c) }
+func (s TraceScope) RedactContent(c *genai.Content) *genai.Content {
+	return s.inv.Redactor().Content(c)
+}
 
 // ModelCall is one model call as a Tracer sees it.
 type ModelCall struct {

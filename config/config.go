@@ -54,10 +54,12 @@ type Server struct {
 // Sessions configures the session store.
 type Sessions struct {
 	// Backend is memory or redis.
-	Backend   string        `yaml:"backend"`
-	RedisURL  string        `yaml:"redis_url"`
-	KeyPrefix string        `yaml:"key_prefix"`
-	TTL       time.Duration `yaml:"ttl"`
+	Backend   string `yaml:"backend"`
+	RedisURL  string `yaml:"redis_url"`
+	KeyPrefix string `yaml:"key_prefix"`
+	// TTL is how long an idle session lives (default DefaultTTL when the
+	// key is absent; 0 keeps sessions forever).
+	TTL *time.Duration `yaml:"ttl"`
 	// MaxSessions bounds the top-level sessions the memory backend holds
 	// (default DefaultMaxSessions; 0: no bound); the least recently used
 	// are evicted.
@@ -256,6 +258,10 @@ func (c *Config) applyDefaults() {
 	if c.Sessions.KeyPrefix == "" {
 		c.Sessions.KeyPrefix = DefaultKeyPrefix
 	}
+	if c.Sessions.TTL == nil {
+		d := DefaultTTL
+		c.Sessions.TTL = &d
+	}
 	if c.Sessions.MaxSessions == nil {
 		n := DefaultMaxSessions
 		c.Sessions.MaxSessions = &n
@@ -309,7 +315,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("sessions.backend", "must be memory or redis, not %q", c.Sessions.Backend)
 	}
-	if c.Sessions.TTL < 0 {
+	if c.Sessions.TTL != nil && *c.Sessions.TTL < 0 {
 		bad("sessions.ttl", "must not be negative")
 	}
 	if n := c.Sessions.MaxSessions; n != nil && *n < 0 {

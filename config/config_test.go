@@ -96,6 +96,27 @@ func TestMaxSessions(t *testing.T) {
 	}
 }
 
+// TestSessionTTL: an absent sessions.ttl is the documented 168h, not 0
+// (which keeps sessions forever and must be asked for).
+func TestSessionTTL(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"sessions: {backend: memory}\n", config.DefaultTTL},
+		{"sessions: {ttl: 0s}\n", 0},
+		{"sessions: {ttl: 90m}\n", 90 * time.Minute},
+	} {
+		cfg, err := config.Parse([]byte(tc.yaml), env(nil))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := cfg.Sessions.TTL; got == nil || *got != tc.want {
+			t.Errorf("%q: ttl %v, want %v", tc.yaml, got, tc.want)
+		}
+	}
+}
+
 func TestRepositoryConfigLoads(t *testing.T) {
 	cfg, err := config.Load("../config.yaml", env(nil))
 	if err != nil {

@@ -245,15 +245,19 @@ func providerFactories(clients upstreamClients) map[string]spec.ProviderFactory 
 // openSessions opens the configured store. Redis is connected lazily: the
 // gateway starts while Redis is down and /readyz reports it.
 func openSessions(c config.Sessions) (sessions.Service, sessions.Locker, func(), error) {
+	ttl := config.DefaultTTL
+	if c.TTL != nil {
+		ttl = *c.TTL
+	}
 	if c.Backend != "redis" {
 		bound := config.DefaultMaxSessions
 		if c.MaxSessions != nil {
 			bound = *c.MaxSessions
 		}
-		st := sessions.NewMemoryService(sessions.MemoryConfig{TTL: c.TTL, MaxSessions: bound})
+		st := sessions.NewMemoryService(sessions.MemoryConfig{TTL: ttl, MaxSessions: bound})
 		return st, st, func() {}, nil // its own leases keep running sessions from eviction
 	}
-	st, err := sessionsredis.New(sessionsredis.Config{URL: c.RedisURL, KeyPrefix: c.KeyPrefix, TTL: c.TTL, LockTTL: c.LockTTL})
+	st, err := sessionsredis.New(sessionsredis.Config{URL: c.RedisURL, KeyPrefix: c.KeyPrefix, TTL: ttl, LockTTL: c.LockTTL})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sessions.redis_url: %w", err)
 	}
