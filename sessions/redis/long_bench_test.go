@@ -57,20 +57,21 @@ func longSession(b *testing.B, svc sessions.Service, id string, n int) string {
 func windowTurn(ctx context.Context, svc sessions.Service, locker sessions.Locker, r *agentcore.Runner, id string, w sessions.Window) error {
 	req := sessions.CreateRequest{AppName: "bench", UserID: "u", SessionID: id, Window: w}
 	var sess *sessions.Session
-	var release func()
+	var lease sessions.Lease
 	var err error
 	if lg, ok := svc.(sessions.LockingGetter); ok {
-		sess, release, err = lg.AcquireGetOrCreate(ctx, req, 0)
-	} else if release, err = locker.Acquire(ctx, "bench", "u", id, 0); err == nil {
+		sess, lease, err = lg.AcquireGetOrCreate(ctx, req, 0)
+	} else if lease, err = locker.Acquire(ctx, "bench", "u", id, 0); err == nil {
 		sess, err = sessions.GetOrCreate(ctx, svc, req)
 	}
-	if release != nil {
-		defer release()
+	if lease != nil {
+		defer lease.Release()
 	}
 	if err != nil {
 		return err
 	}
-	for _, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, Session: sess, NewMessage: genai.NewContentFromText("hello", genai.RoleUser)}).Events() {
+	for _, err := range r.Run(ctx, agentcore.RunRequest{UserID: "u", SessionID: id, Session: sess, Lease: lease,
+		NewMessage: genai.NewContentFromText("hello", genai.RoleUser)}).Events() {
 		if err != nil {
 			return err
 		}
