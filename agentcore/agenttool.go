@@ -100,7 +100,7 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 	// Read and, on the first call, created in one step (one round trip on
 	// Redis); the parameters are stored with a new sub-conversation only.
 	sess, err := sessions.GetOrCreate(ctx, parent.sh.svc.sessions, sessions.CreateRequest{AppName: parent.AppName(),
-		UserID: parent.UserID(), SessionID: childID, State: paramsState(values)})
+		UserID: parent.UserID(), SessionID: childID, State: paramsState(values), Window: turnWindow})
 	if err != nil {
 		return nil, err
 	}

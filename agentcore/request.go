@@ -158,13 +158,22 @@ func joinNonEmpty(sep string, parts ...string) string {
 // contents builds the history the model sees. Events of other agents are
 // recast as user-role context; each function call is followed by its latest
 // response; calls without a response are left out.
+//
+// The latest compaction event's summary stands in for every event before
+// it up to its endTimestamp (see compacted); include_contents none leaves
+// the summary out with the rest of the history.
 func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	var evs []*sessions.Event
-	for _, ev := range inv.Events() {
+	all, summary := compacted(inv.Events())
+	for _, ev := range all {
 		if ev.Partial || ev.Content == nil || len(ev.Content.Parts) == 0 || !visible(ev.Branch, inv.branch) {
 			continue
 		}
 		evs = append(evs, ev)
+	}
+	var out []*genai.Content
+	if summary != nil && a.cfg.IncludeContents != IncludeNone {
+		out = append(out, summary)
 	}
 	if a.cfg.IncludeContents == IncludeNone {
 		start := 0
@@ -198,7 +207,6 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 		}
 	}
 
-	var out []*genai.Content
 	for _, ev := range evs {
 		if slices.ContainsFunc(ev.Content.Parts, isConfirmationPart) {
 			continue
@@ -267,12 +275,60 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	return out
 }
 
+// SummaryPreamble starts the user-role content that carries a compaction's
+// summary in a model request.
+const SummaryPreamble = "Summary of the conversation so far:\n"
+
+// compacted returns the events a model request shows, in order, and the
+// content standing for those the latest compaction covers (nil when there
+// is none): the events before the latest compaction event whose timestamp
+// is after its endTimestamp, then the events after it. The compaction event
+// itself and the events it covers are left out. A compaction never covers
+// half of a call and its response: the gateway compacts only turns whose
+// calls are all answered.
+func compacted(evs []*sessions.Event) ([]*sessions.Event, *genai.Content) {
+	ci := sessions.LastCompaction(evs)
+	if ci < 0 {
+		return evs, nil
+	}
+	c := evs[ci].Actions.Compaction
+	out := make([]*sessions.Event, 0, len(evs)-ci)
+	for _, ev := range evs[:ci] {
+		if ev.Timestamp.After(c.EndTimestamp) {
+			out = append(out, ev)
+		}
+	}
+	out = append(out, evs[ci+1:]...)
+	var text []string
+	if c.CompactedContent != nil {
+		for _, p := range c.CompactedContent.Parts {
+			if p != nil && !p.Thought && p.Text != "" {
+				text = append(text, p.Text)
+			}
+		}
+	}
+	if len(text) == 0 {
+		return out, nil
+	}
+	return out, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: SummaryPreamble + strings.Join(text, "\n")}}}
+}
+
 // foreignContent recasts another agent's event as user-role context.
 func foreignContent(ev *sessions.Event) *genai.Content {
+	lines := contextLines(ev)
+	if len(lines) == 0 {
+		return nil
+	}
+	return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:\n" + strings.Join(lines, "\n")}}}
+}
+
+// contextLines tells an event as lines of text: who said what, which tool
+// was called with what, and what it returned.
+func contextLines(ev *sessions.Event) []string {
 	var lines []string
 	for _, p := range ev.Content.Parts {
 		switch {
-		case p.Thought:
+		case p == nil || p.Thought:
 		case p.FunctionCall != nil:
 			lines = append(lines, fmt.Sprintf("[%s] called tool `%s` with parameters: %s", ev.Author, p.FunctionCall.Name, jsonText(p.FunctionCall.Args)))
 		case p.FunctionResponse != nil:
@@ -281,10 +337,7 @@ func foreignContent(ev *sessions.Event) *genai.Content {
 			lines = append(lines, fmt.Sprintf("[%s] said: %s", ev.Author, p.Text))
 		}
 	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:\n" + strings.Join(lines, "\n")}}}
+	return lines
 }
 
 func jsonText(v any) string {

@@ -46,13 +46,17 @@ type RunnerConfig struct {
 	// stream: events that could not be stored after the consumer stopped
 	// or the turn failed (default slog.Default()).
 	Logger *slog.Logger
+	// Compaction, when set, compacts the sessions in the background after
+	// turns (see Compaction); nil: never.
+	Compaction *Compaction
 }
 
 // Runner runs user turns of one agent tree against stored sessions.
 type Runner struct {
-	cfg   RunnerConfig
-	index *treeIndex
-	svc   *services
+	cfg       RunnerConfig
+	index     *treeIndex
+	svc       *services
+	compactor *compactor // nil: no compaction
 }
 
 // NewRunner validates the tree and returns a runner.
@@ -81,17 +85,21 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if svc.logger == nil {
 		svc.logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, index: ix, svc: svc}, nil
+	comp, err := newCompactor(cfg.Compaction, cfg.AppName, svc)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, index: ix, svc: svc, compactor: comp}, nil
 }
 
 // WithSessions returns a runner of the same tree and settings whose turns
 // keep their sessions in store and start at the root agent when
 // routeToRoot is set (a stateless request runs on a throwaway in-memory
-// store). The tree is not validated and indexed again: NewRunner did that
-// once, and the index is only read.
+// store), and that never compacts them. The tree is not validated and
+// indexed again: NewRunner did that once, and the index is only read.
 func (r *Runner) WithSessions(store sessions.Service, routeToRoot bool) *Runner {
 	cfg := r.cfg
-	cfg.Sessions, cfg.RouteToRoot = store, routeToRoot
+	cfg.Sessions, cfg.RouteToRoot, cfg.Compaction = store, routeToRoot, nil
 	svc := *r.svc
 	svc.sessions = store
 	return &Runner{cfg: cfg, index: r.index, svc: &svc}
@@ -232,9 +240,17 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 				return
 			}
 		}
+		// The turn is over and stored: compact when it is due, in the
+		// background (sess holds the turn's window and events).
+		r.compactor.start(ctx, sess)
 	}
 	return run
 }
+
+// turnWindow is what a turn reads of its session: the events from the
+// latest compaction on (the model requests show the summary in place of
+// the events before it).
+var turnWindow = sessions.Window{SinceCompaction: true}
 
 // session is the session a turn runs on: the request's, read, or created.
 // (Out of the frame of Run's iterator, see LlmAgent.callModel.)
@@ -249,9 +265,10 @@ func (r *Runner) session(ctx context.Context, req *RunRequest) (*sessions.Sessio
 		// No session named: a new one, with a generated id.
 		return r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID})
 	case r.cfg.AutoCreateSession:
-		return sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+		return sessions.GetOrCreate(ctx, r.svc.sessions, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID,
+			Window: turnWindow})
 	}
-	return r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID})
+	return r.svc.sessions.Get(ctx, sessions.GetRequest{AppName: r.cfg.AppName, UserID: req.UserID, SessionID: req.SessionID, Window: turnWindow})
 }
 
 // turn runs one user turn of a tree over one session: the top-level turn of
@@ -529,7 +546,8 @@ func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string
 			if answered[c.ID] || ev.Author == "user" {
 				continue
 			}
-			child, err := t.svc.sessions.Get(ctx, sessions.GetRequest{AppName: sess.AppName, UserID: sess.UserID, SessionID: sessions.ChildID(sess.ID, c.Name)})
+			child, err := t.svc.sessions.Get(ctx, sessions.GetRequest{AppName: sess.AppName, UserID: sess.UserID, SessionID: sessions.ChildID(sess.ID, c.Name),
+				Window: turnWindow})
 			if errors.Is(err, sessions.ErrNotFound) {
 				continue
 			}
@@ -553,10 +571,11 @@ func (t *turn) nextAgent(sess *sessions.Session) Agent {
 	}
 	for i := len(sess.Events) - 1; i >= 0; i-- {
 		ev := sess.Events[i]
-		if ev.Author == "user" {
+		author := speaker(ev)
+		if author == "" {
 			continue
 		}
-		a := t.index.byName[ev.Author]
+		a := t.index.byName[author]
 		if a == nil {
 			continue
 		}

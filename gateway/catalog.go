@@ -23,9 +23,15 @@ func (s *Server) newSnapshot(cat *spec.Catalog) (*snapshot, error) {
 	}
 	snap := &snapshot{catalog: cat, apps: make(map[string]*app, len(cat.Apps))}
 	for _, a := range cat.Apps {
+		var comp *agentcore.Compaction
+		if a.Compaction != nil {
+			c := *a.Compaction
+			c.Locker = s.cfg.Locker
+			comp = &c
+		}
 		r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: s.cfg.Sessions,
 			Artifacts: s.cfg.Artifacts, Memory: s.cfg.Memory, RouteToRoot: a.RouteToRoot, Now: s.cfg.Now, NewID: s.cfg.NewID,
-			Observer: s.cfg.Observer, Tracer: s.tracer(), Logger: s.log})
+			Observer: s.cfg.Observer, Tracer: s.tracer(), Logger: s.log, Compaction: comp})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: model %s: %w", a.ID, err)
 		}

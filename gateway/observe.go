@@ -126,3 +126,13 @@ func (o observers) Transfer(from, to string) {
 		x.Transfer(from, to)
 	}
 }
+
+// Compaction implements agentcore.CompactionObserver for the observers
+// that count compactions.
+func (o observers) Compaction(app, outcome string) {
+	for _, x := range o {
+		if c, ok := x.(agentcore.CompactionObserver); ok {
+			c.Compaction(app, outcome)
+		}
+	}
+}

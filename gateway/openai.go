@@ -259,7 +259,17 @@ func cmpOr(vals ...string) string {
 // create asks when it does not exist and create is not nil: in one round
 // trip when the store can. lease is not nil once the lock is held (also
 // when the session does not exist: the error then wraps ErrNotFound).
+//
+// A turn reads its session from the latest compaction on (the model
+// requests show that compaction's summary in place of the events before
+// it): req's and create's windows are set so.
 func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (sess *sessions.Session, lease sessions.Lease, err error) {
+	req.Window = sessions.Window{SinceCompaction: true}
+	if create != nil {
+		c := *create
+		c.Window = req.Window
+		create = &c
+	}
 	switch {
 	case s.lockGet != nil && create != nil:
 		return s.lockGet.AcquireGetOrCreate(ctx, *create, s.cfg.BusyWait)

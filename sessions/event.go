@@ -57,7 +57,49 @@ type EventActions struct {
 	TransferToAgent            string                    `json:"transferToAgent,omitempty"`
 	Escalate                   bool                      `json:"escalate,omitempty"`
 	SkipSummarization          bool                      `json:"skipSummarization,omitempty"`
+	// Compaction, on a compaction event, is a summary that stands for the
+	// events before it up to its EndTimestamp in later model requests.
+	Compaction *EventCompaction `json:"compaction,omitempty"`
 }
+
+// EventCompaction is ADK's compaction of a session's events: a summary
+// (CompactedContent) of the events from StartTimestamp to EndTimestamp.
+// A compaction event carries it in its actions; the events it covers stay
+// stored. The gateway's summaries are cumulative: each one folds in the
+// previous summary, so the latest compaction stands for every event up to
+// its EndTimestamp.
+type EventCompaction struct {
+	StartTimestamp   time.Time
+	EndTimestamp     time.Time
+	CompactedContent *genai.Content
+}
+
+type compactionJSON struct {
+	StartTimestamp   float64        `json:"startTimestamp"`
+	EndTimestamp     float64        `json:"endTimestamp"`
+	CompactedContent *genai.Content `json:"compactedContent,omitempty"`
+}
+
+// MarshalJSON writes ADK's form: timestamps in float epoch seconds.
+func (c EventCompaction) MarshalJSON() ([]byte, error) {
+	return json.Marshal(compactionJSON{StartTimestamp: epochSeconds(c.StartTimestamp), EndTimestamp: epochSeconds(c.EndTimestamp),
+		CompactedContent: c.CompactedContent})
+}
+
+// UnmarshalJSON reads ADK's form (timestamps in float seconds, or integer
+// milliseconds as ADK JS and Java write them).
+func (c *EventCompaction) UnmarshalJSON(b []byte) error {
+	var v compactionJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = EventCompaction{StartTimestamp: fromEpoch(v.StartTimestamp), EndTimestamp: fromEpoch(v.EndTimestamp),
+		CompactedContent: v.CompactedContent}
+	return nil
+}
+
+// IsCompaction reports whether e is a compaction event.
+func (e *Event) IsCompaction() bool { return e != nil && e.Actions.Compaction != nil }
 
 type eventAlias Event
 

@@ -86,8 +86,11 @@ type memKey struct{ app, user, id string }
 type memSession struct {
 	state  map[string]any // session scope only
 	events []*Event
-	update time.Time
-	tree   *memTree // shared by a top-level session and its sub-conversations
+	// compaction is the index in events of the latest compaction event
+	// (-1: none), where a read SinceCompaction starts.
+	compaction int
+	update     time.Time
+	tree       *memTree // shared by a top-level session and its sub-conversations
 }
 
 // memTree is a top-level session and its sub-conversations: every id
@@ -145,7 +148,7 @@ func (s *MemoryService) Create(ctx context.Context, req CreateRequest) (*Session
 	if _, ok := s.lookup(k); ok {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
-	return s.view(k, s.create(k, req.State), true), nil
+	return s.view(k, s.create(k, req.State)), nil
 }
 
 // GetOrCreate implements GetOrCreator under the store's lock.
@@ -163,14 +166,14 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 	if !ok {
 		ms = s.create(k, req.State)
 	}
-	return s.view(k, ms, true), nil
+	return s.window(k, ms, req.Window), nil
 }
 
 // create stores a new session under k with its initial state; s.mu is held.
 func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 	s.sweep()
 	own, app, user := SplitDelta(state)
-	ms := &memSession{state: CloneState(own), update: s.now(), tree: s.plant(k)}
+	ms := &memSession{state: CloneState(own), update: s.now(), tree: s.plant(k), compaction: -1}
 	s.sessions[k] = ms
 	s.merge(k.app, k.user, app, user)
 	s.renew(ms)
@@ -237,7 +240,7 @@ func (s *MemoryService) Get(ctx context.Context, req GetRequest) (*Session, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.view(k, ms, true), nil
+	return s.window(k, ms, req.Window), nil
 }
 
 // find returns the live session req names, or ErrInvalid or ErrNotFound;
@@ -276,7 +279,7 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 		case ms.expired(s.now):
 			s.drop(ms.tree)
 		case k.app == req.AppName && k.user == req.UserID && !Unlisted(k.id):
-			all = append(all, s.view(k, ms, false))
+			all = append(all, s.view(k, ms))
 		}
 	}
 	slices.SortFunc(all, func(a, b *Session) int {
@@ -326,12 +329,12 @@ func (s *MemoryService) Tree(ctx context.Context, req GetRequest) ([]*Session, e
 	if err != nil {
 		return nil, err
 	}
-	out := []*Session{s.view(k, ms, true)}
+	out := []*Session{s.window(k, ms, Window{})}
 	prefix := req.SessionID + "/"
 	for _, id := range ms.tree.ids {
 		if strings.HasPrefix(id, prefix) {
 			ck := memKey{k.app, k.user, id}
-			out = append(out, s.view(ck, s.sessions[ck], true))
+			out = append(out, s.window(ck, s.sessions[ck], Window{}))
 		}
 	}
 	slices.SortFunc(out, func(a, b *Session) int { return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID)) })
@@ -431,6 +434,9 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		maps.Copy(ms.state, own)
 		s.merge(sess.AppName, sess.UserID, app, user)
+		if ev.IsCompaction() {
+			ms.compaction = len(ms.events)
+		}
 		ms.events = append(ms.events, ev.Clone())
 		if ms.update = ev.Timestamp; ms.update.IsZero() {
 			ms.update = s.now()
@@ -462,19 +468,23 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 	}
 }
 
-// view builds the caller's copy of a stored session with merged state.
-func (s *MemoryService) view(k memKey, ms *memSession, withEvents bool) *Session {
+// window builds the caller's copy of a stored session with the events
+// w selects.
+func (s *MemoryService) window(k memKey, ms *memSession, w Window) *Session {
+	out := s.view(k, ms)
+	evs := ms.events[w.Start(len(ms.events), ms.compaction):]
+	out.Events = make([]*Event, len(evs))
+	for i, e := range evs {
+		out.Events[i] = e.Clone()
+	}
+	return out
+}
+
+// view builds the caller's copy of a stored session with merged state and
+// no events.
+func (s *MemoryService) view(k memKey, ms *memSession) *Session {
 	st := CloneState(ms.state)
 	maps.Copy(st, s.appState[k.app])
 	maps.Copy(st, s.userSt[[2]string{k.app, k.user}])
-	out := &Session{ID: k.id, AppName: k.app, UserID: k.user, State: st, LastUpdateTime: ms.update}
-	if withEvents {
-		out.Events = make([]*Event, len(ms.events))
-		for i, e := range ms.events {
-			out.Events[i] = e.Clone()
-		}
-	} else {
-		out.Events = []*Event{}
-	}
-	return out
+	return &Session{ID: k.id, AppName: k.app, UserID: k.user, State: st, LastUpdateTime: ms.update, Events: []*Event{}}
 }

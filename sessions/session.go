@@ -107,11 +107,54 @@ func ParentID(id string) string {
 type CreateRequest struct {
 	AppName, UserID, SessionID string
 	State                      map[string]any
+	// Window is, for GetOrCreate, the events read of a session that
+	// exists (a new one has none).
+	Window Window
 }
 
-// GetRequest reads one session with its events.
+// GetRequest reads one session with its events: all of them, or the
+// window of the latest ones its Window selects. State is always read whole.
 type GetRequest struct {
 	AppName, UserID, SessionID string
+	Window
+}
+
+// Window selects the latest events of a session for a read (the zero
+// Window: every event). Its two fields combine: the later start wins.
+type Window struct {
+	// SinceCompaction reads only the events from the session's latest
+	// compaction event (Event.IsCompaction) on, that event included; every
+	// event when the session has none. A store finds that event without
+	// reading the events before it.
+	SinceCompaction bool
+	// NumRecentEvents reads at most that many of the latest events (0:
+	// no limit), as adk-go's GetRequest does.
+	NumRecentEvents int
+}
+
+// Start is the index of the first event w selects from a session of n
+// events whose latest compaction event is at index compaction (-1: none).
+// Stores use it so that every store windows alike.
+func (w Window) Start(n, compaction int) int {
+	start := 0
+	if w.SinceCompaction && compaction >= 0 {
+		start = compaction
+	}
+	if w.NumRecentEvents > 0 && n-w.NumRecentEvents > start {
+		start = n - w.NumRecentEvents
+	}
+	return min(start, n)
+}
+
+// LastCompaction returns the index of the last compaction event in evs, or
+// -1.
+func LastCompaction(evs []*Event) int {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].IsCompaction() {
+			return i
+		}
+	}
+	return -1
 }
 
 // ListRequest lists a user's sessions in one app, newest first. Listed
@@ -182,7 +225,7 @@ func GetOrCreate(ctx context.Context, svc Service, req CreateRequest) (*Session,
 	if g, ok := svc.(GetOrCreator); ok {
 		return g.GetOrCreate(ctx, req)
 	}
-	get := GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: req.SessionID}
+	get := GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: req.SessionID, Window: req.Window}
 	sess, err := svc.Get(ctx, get)
 	if !errors.Is(err, ErrNotFound) {
 		return sess, err

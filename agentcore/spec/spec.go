@@ -149,6 +149,17 @@ type VirtualModel struct {
 	// developer messages (and instructions): ignore (default) or append
 	// (to the root agent's instruction).
 	ClientInstructions string `yaml:"client_instructions"`
+	// Compaction summarizes the model's long sessions (off when absent).
+	Compaction *CompactionSpec `yaml:"compaction"`
+}
+
+// CompactionSpec is a virtual model's session compaction: every Interval
+// user turns, Model (<provider>/<model>) summarizes the previous summary
+// and those turns, with Overlap turns before them.
+type CompactionSpec struct {
+	Interval int    `yaml:"interval"`
+	Overlap  int    `yaml:"overlap"`
+	Model    string `yaml:"model"`
 }
 
 // Set is everything that defines the trees.
@@ -190,6 +201,9 @@ type App struct {
 	// AppendClientInstructions appends a client's system text to the root
 	// agent's instruction (client_instructions: append).
 	AppendClientInstructions bool
+	// Compaction is the model's session compaction, nil when off; the
+	// caller adds the Locker.
+	Compaction *agentcore.Compaction
 	// ClientActions maps the name shown to clients
 	// ("<agent>__<action>" for agents below the root) to the action's
 	// agent and function name.
@@ -271,6 +285,7 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		if app.Description == "" {
 			app.Description = root.Description()
 		}
+		app.Compaction = b.compaction(key+".compaction", m.Compaction)
 		cat.Apps = append(cat.Apps, app)
 		cat.byID[m.ID] = app
 	}
@@ -423,6 +438,32 @@ func (b *builder) llm(key, ref string) model.LLM {
 	}
 	b.llms[ref] = m
 	return m
+}
+
+// compaction validates a model's compaction settings and builds its
+// summarizer; nil when off or invalid (the errors are reported).
+func (b *builder) compaction(key string, c *CompactionSpec) *agentcore.Compaction {
+	if c == nil {
+		return nil
+	}
+	ok := true
+	if c.Interval < 1 {
+		b.errf("%s.interval: must be at least 1, got %d", key, c.Interval)
+		ok = false
+	}
+	if c.Overlap < 0 {
+		b.errf("%s.overlap: must not be negative, got %d", key, c.Overlap)
+		ok = false
+	}
+	if c.Model == "" {
+		b.errf("%s.model: required (<provider>/<model>)", key)
+		return nil
+	}
+	m := b.llm(key, c.Model)
+	if m == nil || !ok {
+		return nil
+	}
+	return &agentcore.Compaction{Interval: c.Interval, Overlap: c.Overlap, Model: m}
 }
 
 // build constructs the agent named name (and what it references) once.

@@ -57,6 +57,7 @@ type Metrics struct {
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	transfers     *prometheus.CounterVec
+	compactions   *prometheus.CounterVec
 
 	storeOps      *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
@@ -129,6 +130,8 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Duration of tool calls (an agent tool's whole sub-conversation included).", Buckets: httpBuckets}, []string{"tool"}),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "transfers_total",
 			Help: "Transfers of control between agents."}, []string{"from", "to"}),
+		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "compactions_total",
+			Help: "Session compactions by virtual model and outcome: stored, failed (retried after the next turn), skipped."}, []string{"model", "outcome"}),
 		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "session_store_operations_total",
 			Help: "Session-store operations by operation and outcome (ok, not_found, exists, conflict, invalid, unavailable, canceled, error)."},
 			[]string{"op", "outcome"}),
@@ -136,7 +139,7 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
 	}
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
-		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.storeOps, m.storeDuration,
+		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.compactions, m.storeOps, m.storeDuration,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_held",
 			Help: "Top-level sessions (each with its sub-conversations) held by the in-memory store, bounded by sessions.max_sessions."},
 			m.bounded.sum(func(st sessions.StoreStats) uint64 { return uint64(st.Sessions) }, true)),
@@ -273,6 +276,16 @@ func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
 // Transfer implements agentcore.Observer.
 func (m *Metrics) Transfer(from, to string) {
 	m.transfers.WithLabelValues(m.agent(from), m.agent(to)).Inc()
+}
+
+// Compaction implements agentcore.CompactionObserver.
+func (m *Metrics) Compaction(app, outcome string) {
+	switch outcome {
+	case agentcore.CompactionStored, agentcore.CompactionFailed, agentcore.CompactionSkipped:
+	default:
+		outcome = Other
+	}
+	m.compactions.WithLabelValues(m.Model(app), outcome).Inc()
 }
 
 // modelOutcome names how a model call ended: ok, canceled, or the

@@ -63,30 +63,48 @@ touch(ttl, base, root, KEYS[7], KEYS[5], KEYS[6])
 return {1, redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[6])}
 `)
 
-// getScript: KEYS meta state events user. Returns {} when the session does
-// not exist, else {meta, state, events, user}.
+// getScript: KEYS meta state events user; ARGV sinceCompaction ("1":
+// from the latest compaction event, the meta field compaction) numRecent
+// (0: no limit); see sessions.Window.Start. Returns {} when the session does
+// not exist, else {meta, state, events, user}: the events of the window
+// alone, read with one LRANGE from its start.
 var getScript = goredis.NewScript(`
 local meta = redis.call('HGETALL', KEYS[1])
 if #meta == 0 then return {} end
-return {meta, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
+local start = 0
+if ARGV[1] == '1' then
+  for i = 1, #meta, 2 do
+    if meta[i] == 'compaction' then start = tonumber(meta[i + 1]) end
+  end
+end
+local recent = tonumber(ARGV[2])
+if recent > 0 then
+  local len = redis.call('LLEN', KEYS[3])
+  if len - recent > start then start = len - recent end
+end
+return {meta, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], start, -1), redis.call('HGETALL', KEYS[4])}
 `)
 
 // appendScript: KEYS meta state events index user tree [app];
 // (an unlisted session's append leaves the index alone);
-// ARGV base id root ttlMillis lastEventID n, then for each of the n events
-// updatedMicros eventJSON and its session, user and app delta groups.
+// ARGV base id root ttlMillis lastEventID n compaction, then for each of
+// the n events updatedMicros eventJSON and its session, user and app delta
+// groups. compaction is the place in the batch (from 1; 0: none) of its
+// last compaction event, whose index in the events list becomes the meta
+// field compaction, where reads since the latest compaction start.
 // Appends the events in order as one step. Returns 0 when the session does
 // not exist, 1 when appended, 2 when lastEventID (the id of the batch's last
 // event) is already the session's last event: a retried append whose first
 // reply was lost, which stored the whole batch.
 var appendScript = goredis.NewScript(luaLib + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local base, id, root, ttl, lastid, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local base, id, root, ttl, lastid, n, comp = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 if lastid ~= '' and redis.call('HGET', KEYS[1], 'last') == lastid then return 2 end
-local i, now = 7, nil
-for _ = 1, n do
+local i, now = 8, nil
+for j = 1, n do
   now = ARGV[i]
-  redis.call('RPUSH', KEYS[3], ARGV[i + 1])
+  local len = redis.call('RPUSH', KEYS[3], ARGV[i + 1])
+  if j == comp then redis.call('HSET', KEYS[1], 'compaction', len - 1) end
   i = apply(KEYS[2], ARGV, i + 2)
   i = apply(KEYS[5], ARGV, i)
   i = apply(KEYS[7], ARGV, i)

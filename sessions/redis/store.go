@@ -20,7 +20,7 @@ import (
 type sessionKeys struct {
 	base   string // "<prefix>{app|user}:", the start of every key below
 	root   string // the top-level session of the tree
-	meta   string // HASH created, updated (unix µs), last (last event id)
+	meta   string // HASH created, updated (unix µs), last (last event id), compaction (index of the latest compaction event)
 	state  string // HASH session-scope state: key -> JSON value
 	events string // LIST of event JSON, oldest first
 	index  string // ZSET session id -> updated (unix µs), for List
@@ -121,7 +121,7 @@ func (s *Store) prepareCreate(req sessions.CreateRequest) (*newSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &newSession{get: sessions.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id},
+	return &newSession{get: sessions.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id, Window: req.Window},
 		keys: append([]string{k.lock}, s.writeKeys(k, req.AppName)...), args: args, appDelta: appDelta, now: now}, nil
 }
 
@@ -254,13 +254,17 @@ func (s *Store) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Ses
 // commands in the same pipeline ahead of the read (the run lease, a create).
 func (s *Store) load(ctx context.Context, req sessions.GetRequest, with func(p goredis.Pipeliner, eval bool)) (*sessions.Session, error) {
 	k := s.keys(req.AppName, req.UserID, req.SessionID)
+	since := "0"
+	if req.SinceCompaction {
+		since = "1"
+	}
 	var res *goredis.Cmd
 	var app *goredis.MapStringStringCmd
 	if err := s.pipeline(ctx, "get", func(p goredis.Pipeliner, eval bool) {
 		if with != nil {
 			with(p, eval)
 		}
-		res = script(ctx, p, getScript, eval, []string{k.meta, k.state, k.events, k.user})
+		res = script(ctx, p, getScript, eval, []string{k.meta, k.state, k.events, k.user}, since, max(req.NumRecentEvents, 0))
 		app = p.HGetAll(ctx, s.appKey(req.AppName))
 	}); err != nil {
 		return nil, err
@@ -419,7 +423,13 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 	}
 	k := s.keys(sess.AppName, sess.UserID, sess.ID)
 	last := evs[len(evs)-1]
-	args := []any{k.base, sess.ID, k.root, s.ttl.Milliseconds(), last.ID, len(evs)}
+	comp := 0 // the place of the batch's last compaction event, from 1
+	for i, ev := range evs {
+		if ev.IsCompaction() {
+			comp = i + 1
+		}
+	}
+	args := []any{k.base, sess.ID, k.root, s.ttl.Milliseconds(), last.ID, len(evs), comp}
 	appDeltas := map[string]any{}
 	var updated int64
 	for _, ev := range evs {

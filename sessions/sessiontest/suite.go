@@ -3,7 +3,8 @@
 // errors, isolation between users, listing and pagination, cascading deletes,
 // the three state scopes, temp: and partial data, event round trips, copy
 // semantics, concurrent appends, LastUpdateTime and unlisted sessions;
-// for services that are sessions.Refs, the refs index; sessions.GetOrCreate
+// windowed reads (sessions.Window); for services that are sessions.Refs,
+// the refs index; sessions.GetOrCreate
 // (through the service's GetOrCreator when it has one); and, for services that
 // are a sessions.BatchAppender, AppendEvents: the same effects as appending
 // one by one, all or nothing, batches that never interleave.
@@ -74,6 +75,11 @@ func Run(t *testing.T, newService func(t *testing.T) sessions.Service) {
 		{"Unlisted", testUnlisted},
 	}
 	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t, newService(t))
+		})
+	}
+	for _, tt := range windowTests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, newService(t))
 		})

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// summaryUpstream is a recording chat-completions upstream: the summarizer
+// model answers "SUMMARY-<n>", any other model "re: <last message>".
+type summaryUpstream struct {
+	mu   sync.Mutex
+	reqs []map[string]any
+	sums int
+}
+
+func (u *summaryUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	u.mu.Lock()
+	u.reqs = append(u.reqs, req)
+	answer := "re: " + lastText(req)
+	if req["model"] == "summarizer-1" {
+		u.sums++
+		answer = fmt.Sprintf("SUMMARY-%d", u.sums)
+	}
+	u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": req["model"],
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": answer}, "finish_reason": "stop"}}})
+}
+
+// texts lists a request's messages as "role: text".
+func texts(req map[string]any) []string {
+	var out []string
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		out = append(out, fmt.Sprintf("%v: %v", msg["role"], contentText(msg["content"])))
+	}
+	return out
+}
+
+func contentText(c any) string {
+	switch v := c.(type) {
+	case string:
+		return v
+	case []any:
+		var b strings.Builder
+		for _, p := range v {
+			part, _ := p.(map[string]any)
+			if s, ok := part["text"].(string); ok {
+				b.WriteString(s)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func lastText(req map[string]any) string {
+	t := texts(req)
+	if len(t) == 0 {
+		return ""
+	}
+	_, text, _ := strings.Cut(t[len(t)-1], ": ")
+	return text
+}
+
+func (u *summaryUpstream) byModel(model string) []map[string]any {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []map[string]any
+	for _, r := range u.reqs {
+		if r["model"] == model {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const compactionConfig = `
+providers:
+  - {name: up, type: openai, base_url: "%s/v1", api_key: k, max_retries: 0}
+agents:
+  - {name: desk, model: up/agent-1, instruction: "Help."}
+models:
+  - id: desk
+    agent: desk
+    compaction: {interval: 2, overlap: 0, model: up/summarizer-1}
+`
+
+// getJSON decodes a GET's JSON answer.
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("GET %s: %v: %s", url, err, raw)
+	}
+}
+
+type restSession struct {
+	Events []struct {
+		Author  string `json:"author"`
+		Content *struct {
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"content"`
+		Actions struct {
+			Compaction *struct {
+				StartTimestamp   float64 `json:"startTimestamp"`
+				EndTimestamp     float64 `json:"endTimestamp"`
+				CompactedContent struct {
+					Parts []struct {
+						Text string `json:"text"`
+					} `json:"parts"`
+				} `json:"compactedContent"`
+			} `json:"compaction"`
+		} `json:"actions"`
+	} `json:"events"`
+}
+
+// lines renders a session's events as "author: text" and
+// "compaction: <summary>".
+func (s restSession) lines() []string {
+	var out []string
+	for _, ev := range s.Events {
+		switch {
+		case ev.Actions.Compaction != nil:
+			out = append(out, "compaction: "+ev.Actions.Compaction.CompactedContent.Parts[0].Text)
+		case ev.Content != nil && len(ev.Content.Parts) > 0:
+			out = append(out, ev.Author+": "+ev.Content.Parts[0].Text)
+		}
+	}
+	return out
+}
+
+// A user's view of compaction: after two turns the summarizer is called
+// with them; the next request carries the summary instead; the session's
+// REST view keeps every original event; imported compaction events count
+// like the gateway's own; /metrics counts the compactions.
+func TestCompactionEndToEnd(t *testing.T) {
+	up := &summaryUpstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	gw := runConfig(t, fmt.Sprintf(compactionConfig, srv.URL), nil)
+	sessURL := gw.base + "/apps/desk/users/anonymous/sessions/"
+
+	toolsChat(t, gw.base, "desk", "s1", "my name is Ada", nil)
+	toolsChat(t, gw.base, "desk", "s1", "I like tea", nil)
+	var sess restSession
+	eventually(t, "the compaction event", func() bool {
+		getJSON(t, sessURL+"s1", &sess)
+		return len(sess.Events) == 5
+	})
+	sums := up.byModel("summarizer-1")
+	if len(sums) != 1 {
+		t.Fatalf("summarizer calls = %d, want 1", len(sums))
+	}
+	if got := lastText(sums[0]); !strings.Contains(got, "[user] said: my name is Ada") || !strings.Contains(got, "[desk] said: re: I like tea") {
+		t.Errorf("summarization request lacks the turns:\n%s", got)
+	}
+
+	toolsChat(t, gw.base, "desk", "s1", "what do I drink?", nil)
+	agent := up.byModel("agent-1")
+	want := []string{"system: Help.", "user: Summary of the conversation so far:\nSUMMARY-1", "user: what do I drink?"}
+	if diff := cmp.Diff(want, texts(agent[len(agent)-1])); diff != "" {
+		t.Errorf("request after the compaction (-want +got):\n%s", diff)
+	}
+	getJSON(t, sessURL+"s1", &sess)
+	want = []string{"user: my name is Ada", "desk: re: my name is Ada", "user: I like tea", "desk: re: I like tea",
+		"compaction: SUMMARY-1", "user: what do I drink?", "desk: re: what do I drink?"}
+	if diff := cmp.Diff(want, sess.lines()); diff != "" {
+		t.Errorf("GET of the session (-want +got):\n%s", diff)
+	}
+
+	// Imported at create: the compaction event stands for what it covers.
+	body := `{"sessionId": "imported", "events": [
+	  {"author": "user", "timestamp": 100, "content": {"role": "user", "parts": [{"text": "old question"}]}},
+	  {"author": "desk", "timestamp": 101, "content": {"role": "model", "parts": [{"text": "old answer"}]}},
+	  {"author": "user", "timestamp": 102, "actions": {"compaction": {"startTimestamp": 100, "endTimestamp": 101,
+	    "compactedContent": {"role": "model", "parts": [{"text": "IMPORTED SUMMARY"}]}}}}]}`
+	resp, err := http.Post(gw.base+"/apps/desk/users/anonymous/sessions", "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("create with events: %d %s", resp.StatusCode, raw)
+	}
+	toolsChat(t, gw.base, "desk", "imported", "and now?", nil)
+	agent = up.byModel("agent-1")
+	want = []string{"system: Help.", "user: Summary of the conversation so far:\nIMPORTED SUMMARY", "user: and now?"}
+	if diff := cmp.Diff(want, texts(agent[len(agent)-1])); diff != "" {
+		t.Errorf("request on an imported compacted session (-want +got):\n%s", diff)
+	}
+
+	metrics, err := http.Get(gw.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(metrics.Body)
+	metrics.Body.Close()
+	if !strings.Contains(string(raw), `agentgate_compactions_total{model="desk",outcome="stored"} 1`) {
+		t.Errorf("/metrics lacks the stored compaction:\n%s", grepLines(string(raw), "compaction"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Bad compaction settings stop start-up, each naming its key.
+func TestBadCompactionConfigExitsTwo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := `
+providers: [{name: demo, type: scripted, rules: [{reply: hi}]}]
+agents: [{name: desk, model: demo/x}]
+models:
+  - {id: a, agent: desk, compaction: {interval: 0, overlap: -1, model: demo/x}}
+  - {id: b, agent: desk, compaction: {interval: 3, model: nowhere/x}}
+  - {id: c, agent: desk, compaction: {interval: 3}}
+  - {id: d, agent: desk, compaction: {interval: 3, model: demo/x, overlap: 1, every: 2}}
+`
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"every"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// Without the unknown key, the values are checked.
+	if err := os.WriteFile(path, []byte(strings.Replace(bad, ", every: 2", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{"models[0].compaction.interval: must be at least 1", "models[0].compaction.overlap: must not be negative",
+		`models[1].compaction.model: unknown provider "nowhere"`, "models[2].compaction.model: required"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
