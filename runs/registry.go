@@ -43,8 +43,6 @@ var (
 	// ErrShutdown: the registry is closed; it starts no run, and it
 	// ended those it had with this cause.
 	ErrShutdown = errors.New("the server is shutting down")
-	// ErrBusy: a live run already has that id.
-	ErrBusy = errors.New("runs: a run with that id is running")
 	// ErrNoLog: the registry keeps no event log, so there is nothing to
 	// attach to.
 	ErrNoLog = errors.New("runs: no event log")
@@ -65,7 +63,10 @@ type Info struct {
 // Spec describes a run to start.
 type Spec struct {
 	// ID is the run's invocation id when it is known before the run
-	// starts; otherwise the driver names it with SetID once it is.
+	// starts; otherwise the driver names it with SetID once it is. The
+	// latest run of an id is the one found by it: a resumed invocation
+	// replaces the run that paused it (the session's lock keeps two runs
+	// of one invocation from going on at once).
 	ID                 string
 	App, User, Session string
 	// Queued starts the run as queued (waiting for its turn); Begin moves
@@ -136,10 +137,7 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 		return nil, nil, ErrShutdown
 	}
 	if spec.ID != "" {
-		if err := r.nameLocked(run, spec.ID); err != nil {
-			r.mu.Unlock()
-			return nil, nil, err
-		}
+		r.byID[spec.ID] = run
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	run.cancel = cancel
@@ -150,17 +148,6 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 		return nil, nil, err
 	}
 	return run, runCtx, nil
-}
-
-// nameLocked indexes run under id, replacing a run of that id that ended.
-func (r *Registry) nameLocked(run *Run, id string) error {
-	if old, ok := r.byID[id]; ok && old != run {
-		if _, live := r.live[old]; live {
-			return ErrBusy
-		}
-	}
-	r.byID[id] = run
-	return nil
 }
 
 // openLog starts the log of a run that got its id.
@@ -362,8 +349,7 @@ func (run *Run) Info() Info {
 func (run *Run) Value() any { return run.value }
 
 // SetID names a run started without an id, once its invocation id is
-// known (and starts its log); a run that already has one keeps it. ErrBusy
-// when another live run has that id.
+// known (and starts its log); a run that already has one keeps it.
 func (run *Run) SetID(ctx context.Context, id string) error {
 	run.mu.Lock()
 	if run.info.ID != "" || id == "" {
@@ -373,10 +359,7 @@ func (run *Run) SetID(ctx context.Context, id string) error {
 	run.mu.Unlock()
 	r := run.reg
 	r.mu.Lock()
-	if err := r.nameLocked(run, id); err != nil {
-		r.mu.Unlock()
-		return err
-	}
+	r.byID[id] = run
 	run.mu.Lock()
 	run.info.ID = id
 	run.mu.Unlock()

@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// A sub-conversation (the session of an agent called as a tool) can be
+// read but not run, on every surface: each refuses a turn on it in its own
+// error format, and the sub-conversation keeps the events it had.
+func TestSubConversationsAreReadOnly(t *testing.T) {
+	f := newNativeFixture(t, nil)
+	f.createSession("desk", "s1")
+	f.mustRunSSE(runBody("s1", "summarize the news", ""))
+	const sub = "s1/summarizer"
+	subEvents := func() int {
+		var n int
+		sess, err := f.store.Get(t.Context(), sessions.GetRequest{AppName: "desk", UserID: "u1", SessionID: sub})
+		if err == nil {
+			n = len(sess.Events)
+		}
+		return n
+	}
+	before := subEvents()
+	if before != 2 {
+		t.Fatalf("the sub-conversation has %d events, want 2", before)
+	}
+
+	for _, tc := range []struct {
+		surface, path, body string
+		headers             []string
+		// check judges the response of the refused turn.
+		check func(status int, body map[string]any) bool
+	}{
+		{"openai", "/v1/chat/completions", `{"model":"desk","user":"u1","messages":[{"role":"user","content":"summarize again"}]}`,
+			[]string{"X-Session-Id", sub},
+			func(status int, b map[string]any) bool {
+				return (status == http.StatusBadRequest || status == http.StatusNotFound) &&
+					dig(b, "error", "param") == "X-Session-Id" && strings.Contains(str(dig(b, "error", "message")), "sub-conversation")
+			}},
+		{"openai stream", "/v1/chat/completions", `{"model":"desk","user":"u1","stream":true,"messages":[{"role":"user","content":"again"}]}`,
+			[]string{"X-Session-Id", sub},
+			func(status int, b map[string]any) bool {
+				return status == http.StatusBadRequest && dig(b, "error", "type") == "invalid_request_error"
+			}},
+		{"native /run", "/run", runBody(sub, "again", ""), nil,
+			func(status int, b map[string]any) bool {
+				return status == http.StatusBadRequest && strings.Contains(str(b["error"]), "sub-conversation")
+			}},
+		{"native /run_sse", "/run_sse", runBody(sub, "again", ""), nil,
+			func(status int, b map[string]any) bool {
+				return status == http.StatusBadRequest && strings.Contains(str(b["error"]), "sub-conversation")
+			}},
+		{"a2a", "/a2a/desk", `{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"metadata":{"user":"u1"},` +
+			`"message":{"messageId":"m1","role":"user","contextId":"` + sub + `","parts":[{"kind":"text","text":"again"}]}}}`, nil,
+			func(status int, b map[string]any) bool {
+				return status == http.StatusOK && dig(b, "error", "code") == float64(-32602) &&
+					strings.Contains(str(dig(b, "error", "message")), "sub-conversation") && dig(b, "result") == nil
+			}},
+		{"a2a stream", "/a2a/desk", `{"jsonrpc":"2.0","id":4,"method":"SendStreamingMessage","params":{"metadata":{"user":"u1"},` +
+			`"message":{"messageId":"m2","role":"ROLE_USER","contextId":"` + sub + `","parts":[{"text":"again"}]}}}`, nil,
+			func(status int, b map[string]any) bool {
+				return status == http.StatusOK && dig(b, "error", "code") == float64(-32602)
+			}},
+	} {
+		t.Run(tc.surface, func(t *testing.T) {
+			resp := f.post(tc.path, tc.body, tc.headers...)
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			b := decode(t, strings.NewReader(string(raw)))
+			if !tc.check(resp.StatusCode, b) {
+				t.Errorf("a turn on %s: %d %s", sub, resp.StatusCode, raw)
+			}
+			if got := subEvents(); got != before {
+				t.Errorf("the sub-conversation has %d events after the refused turn, want %d", got, before)
+			}
+		})
+	}
+}
