@@ -8,8 +8,9 @@ package gateway
 // answered in its version's JSON. A task is one invocation (task id =
 // invocation id) in one session (context id = session id); a run that
 // pauses on long-running calls is an input-required task, and a message
-// carrying its taskId answers the calls and resumes it. The task registry
-// and the conversions are in a2a_tasks.go.
+// carrying its taskId answers the calls and resumes it. A task's turn goes
+// through the one lifecycle (turn.go); its record rides on its run in the
+// run registry; the record and the conversions are in a2a_tasks.go.
 
 import (
 	"context"

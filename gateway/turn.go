@@ -103,6 +103,8 @@ type turn struct {
 	sink  turnSink
 }
 
+var _ pumped = (*turn)(nil)
+
 func noRelease() {}
 
 // beginTurn decides the turn d describes into t: on success t's session
@@ -139,14 +141,10 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
 		ClientTools: d.clientTools, Params: params, Overrides: d.overrides, InvocationID: d.invocationID}
 	if t.sessionID == "" {
-		stored, err := h.findSession(ctx, s)
-		if err != nil {
-			t.release()
-			return err
-		}
+		stored, err := h.findSession(ctx, s) // holds no lock
 		t.req.SessionID = t.sessionID
-		if !stored {
-			return nil
+		if err != nil || !stored {
+			return err
 		}
 	}
 	t.req.SessionID = t.sessionID
@@ -264,10 +262,10 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.run, t.sink = t.runner.Run(ctx, t.req), sink
 	var err error
-	if k, ok := sink.(streamSink); ok {
-		err = pump(ctx, t.rec.Stop, t.run.Events(), s.cfg.KeepaliveInterval, t.deliver, k.keepalive)
+	if _, ok := sink.(streamSink); ok {
+		err = pump(ctx, t, t.run.Events(), s.cfg.KeepaliveInterval)
 	} else {
-		err = drain(t.run.Events(), t.deliver)
+		err = drain(ctx, t.run.Events(), t)
 	}
 	if p, ok := sink.(persistSink); ok && err == nil {
 		err = p.persist(ctx)
@@ -277,9 +275,9 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.rec.Finish(ctx, err)
 }
 
-// deliver hands an event to the sink, naming the run by its invocation id
-// at the first one (the runtime knows it from then on).
-func (t *turn) deliver(ev *sessions.Event) error {
+// event hands an event of the run to the sink, naming the run by its
+// invocation id at the first one (the runtime knows it from then on).
+func (t *turn) event(ev *sessions.Event) error {
 	if !t.named {
 		t.named = true
 		_ = t.rec.SetID(context.Background(), t.run.InvocationID())
@@ -287,15 +285,22 @@ func (t *turn) deliver(ev *sessions.Event) error {
 	return t.sink.event(ev)
 }
 
-// drain hands every event of a run to onEvent on the caller's goroutine
-// and returns the first error, the run's or onEvent's (which stops the
-// run).
-func drain(events iter.Seq2[*sessions.Event, error], onEvent func(*sessions.Event) error) error {
+// keepalive and stop make the turn what pump drives.
+func (t *turn) keepalive() error { return t.sink.(streamSink).keepalive() }
+func (t *turn) stop()            { t.rec.Stop() }
+
+// drain hands every event of a run to t on the caller's goroutine and
+// returns the first error, the run's or the sink's (which stops the run); a run that failed because ctx ended fails with ctx's cause, as in
+// pump (the server shutting down, a task cancelled).
+func drain(ctx context.Context, events iter.Seq2[*sessions.Event, error], t *turn) error {
 	for ev, err := range events {
-		if err != nil {
-			return err
+		if err == nil {
+			err = t.event(ev)
 		}
-		if err := onEvent(ev); err != nil {
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return err
 		}
 	}

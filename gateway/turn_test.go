@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -77,6 +79,51 @@ func TestSubConversationsAreReadOnly(t *testing.T) {
 			}
 			if got := subEvents(); got != before {
 				t.Errorf("the sub-conversation has %d events after the refused turn, want %d", got, before)
+			}
+		})
+	}
+}
+
+// Shutdown ends every running turn, whichever surface started it and
+// whether it streams or not: an answer not streamed is a 503
+// shutting_down in the surface's format, not an empty response.
+func TestShutdownEndsTurnsNotStreamed(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"openai", "/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"x"}]}`},
+		{"native /run", "/run", `{"appName":"fake","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"x"}]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{})
+			f := newNativeFixture(t, partialThenWait(started, nil))
+			f.createSession("fake", "s1")
+			type answer struct {
+				status int
+				body   map[string]any
+			}
+			done := make(chan answer)
+			go func() {
+				resp := f.post(tc.path, tc.body)
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				var m map[string]any
+				_ = json.Unmarshal(raw, &m)
+				done <- answer{resp.StatusCode, m}
+			}()
+			<-started
+			f.gw.Shutdown()
+			select {
+			case a := <-done:
+				ok := a.status == http.StatusServiceUnavailable
+				if tc.name == "openai" {
+					ok = ok && dig(a.body, "error", "code") == "shutting_down"
+				} else {
+					ok = ok && strings.Contains(str(a.body["error"]), "shutting down")
+				}
+				if !ok {
+					t.Errorf("answer %d %v, want 503 shutting_down", a.status, a.body)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the turn was not ended by Shutdown")
 			}
 		})
 	}
