@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -126,5 +127,62 @@ func TestShutdownEndsTurnsNotStreamed(t *testing.T) {
 				t.Fatal("the turn was not ended by Shutdown")
 			}
 		})
+	}
+}
+
+// Every turn is a run in the registry while it goes on, found by its
+// invocation id (the one clients see) and cancelled through it; an A2A
+// task's run is kept after its end, with the task's context as session.
+func TestTurnsAreRuns(t *testing.T) {
+	verifyNoLeaks(t)
+	started := make(chan struct{})
+	f := newNativeFixture(t, partialThenWait(started, nil))
+	t.Cleanup(f.gw.Shutdown) // a failed check leaves no run waiting
+	reg := f.gw.RunRegistry()
+	frames := make(chan []string)
+	go func() {
+		resp := f.post("/v1/chat/completions", `{"model":"fake","stream":true,"messages":[{"role":"user","content":"x"}]}`,
+			"X-Session-Id", "live")
+		defer resp.Body.Close()
+		data, _ := sseFrames(t, resp.Body)
+		frames <- data
+	}()
+	<-started
+	waitFor(t, "one live run", func() bool { return reg.Live() == 1 })
+	// The first chunk went out (the partial "a"): the run is named.
+	list, err := reg.List(t.Context(), "fake", "anonymous", "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv string
+	for _, in := range list {
+		inv = in.ID
+	}
+	rec, err := reg.Get(t.Context(), inv)
+	if err != nil || inv == "" {
+		t.Fatalf("the live run by its id %q: %v (runs %+v)", inv, err, list)
+	}
+	if err := reg.Cancel(t.Context(), inv, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-rec.Done()
+	data := <-frames
+	if len(data) == 0 || !strings.Contains(data[0], `"invocation_id":"`+inv+`"`) || data[len(data)-1] == "[DONE]" {
+		t.Errorf("frames of the cancelled run %v", data)
+	}
+	if got := rec.Info().Status; got != runs.StatusCancelled || reg.Live() != 0 {
+		t.Errorf("after the cancel: status %s, %d live", got, reg.Live())
+	}
+
+	resp := f.post("/a2a/desk", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"hello"}]}}}`)
+	task := decode(t, resp.Body)
+	resp.Body.Close()
+	id, ctxID := str(dig(task, "result", "id")), str(dig(task, "result", "contextId"))
+	rec, err = reg.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("the task's run %q: %v", id, err)
+	}
+	if in := rec.Info(); in.Status != runs.StatusCompleted || in.Session != ctxID || in.App != "desk" || in.Ended.IsZero() {
+		t.Errorf("the task's run %+v (context %s)", in, ctxID)
 	}
 }
