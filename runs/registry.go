@@ -9,9 +9,12 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,8 +175,8 @@ func (r *Registry) Get(ctx context.Context, id string) (*Run, error) {
 	return nil, ErrNotFound
 }
 
-// List returns what is known of the runs of one session (live and kept),
-// in the order they started.
+// List returns what is known of the named runs of one session (live and
+// kept), in the order they started (then by id).
 func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -191,16 +194,8 @@ func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info,
 			out = append(out, in)
 		}
 	}
-	sortByStart(out)
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID)) })
 	return out, nil
-}
-
-func sortByStart(in []Info) {
-	for i := 1; i < len(in); i++ {
-		for j := i; j > 0 && in[j].Started.Before(in[j-1].Started); j-- {
-			in[j], in[j-1] = in[j-1], in[j]
-		}
-	}
 }
 
 // Cancel cancels the live run with that id with cause (nil means
