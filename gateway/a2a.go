@@ -8,14 +8,14 @@ package gateway
 // answered in its version's JSON. A task is one invocation (task id =
 // invocation id) in one session (context id = session id); a run that
 // pauses on long-running calls is an input-required task, and a message
-// carrying its taskId answers the calls and resumes it. The task registry
-// and the conversions are in a2a_tasks.go.
+// carrying its taskId answers the calls and resumes it. A task's turn goes
+// through the one lifecycle (turn.go); its record rides on its run in the
+// run registry; the record and the conversions are in a2a_tasks.go.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -241,20 +241,61 @@ func a2aUser(ctx context.Context, mds ...map[string]any) string {
 	return "anonymous"
 }
 
-// a2aTurn is a prepared run of a task, its session locked.
+// a2aTurn is the turn of a task: a new one, or the paused one a message's
+// taskId names (the message then answers the calls the task waits for).
 type a2aTurn struct {
-	task    *a2aTask
-	req     agentcore.RunRequest
-	release func()
+	turn
+	task *a2aTask
+	// While the turn begins: the message, and the task it follows up.
+	msg  *a2a.Message
+	prev *a2aTask
 }
 
-// a2aPrepare checks a message, locks its session and makes the task: a new
-// one, or the paused one its taskId names (the message then answers the
-// calls the task waits for).
-func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stream bool) (*a2aTurn, error) {
-	if err := allowModel(ctx, a.ID); err != nil {
-		return nil, err
+// findSession is never asked: an A2A turn always has its context.
+func (at *a2aTurn) findSession(context.Context, *Server) (bool, error) {
+	return false, invalidParams("contextId is required.")
+}
+
+// loaded makes the task: for a follow-up, the message becomes the answers
+// to the calls the task waits for.
+func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
+	msg, prev, taskID := at.msg, at.prev, at.runID
+	if msg.TaskID != "" {
+		if prev != nil {
+			prev.mu.Lock()
+			st := prev.state
+			prev.mu.Unlock()
+			if st.Terminal() {
+				return invalidParams("task " + taskID + " is " + string(st) + "; send a message without taskId to start a new task.")
+			}
+		}
+		calls, found, err := pendingCalls(ctx, s.cfg.Sessions, at.req.Session, taskID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return taskNotFound(taskID)
+		}
+		if len(calls) == 0 {
+			return invalidParams("task " + taskID + " is not waiting for input; send a message without taskId to start a new task.")
+		}
+		at.req.NewMessage = answerCalls(msg, calls)
 	}
+	t := &a2aTask{id: taskID, contextID: at.sessionID, app: at.app.ID, user: at.req.UserID, state: a2a.StateSubmitted, updated: s.cfg.Now()}
+	if prev != nil {
+		prev.mu.Lock()
+		t.artifacts, t.history = append(t.artifacts, prev.artifacts...), append(t.history, prev.history...)
+		prev.mu.Unlock()
+	}
+	um := *msg
+	um.TaskID, um.ContextID, um.Role = taskID, at.sessionID, a2a.RoleUser
+	t.history = append(t.history, um)
+	at.task, at.value = t, t
+	return nil
+}
+
+// a2aBegin checks a message and begins the turn of its task.
+func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, stream bool) (*a2aTurn, error) {
 	user := a2aUser(ctx, p.Message.Metadata, p.Metadata)
 	msg := &p.Message
 	if len(msg.Parts) == 0 {
@@ -263,7 +304,7 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 	contextID := msg.ContextID
 	var prev *a2aTask
 	if msg.TaskID != "" {
-		if prev = s.tasks.get(msg.TaskID); prev != nil && (prev.app != a.ID || prev.user != user) {
+		if prev = s.a2aTaskByID(ctx, msg.TaskID); prev != nil && (prev.app != a.ID || prev.user != user) {
 			prev = nil
 		}
 		if contextID == "" {
@@ -287,83 +328,28 @@ func (s *Server) a2aPrepare(ctx context.Context, a *app, p *a2a.SendParams, stre
 			md[k] = s
 		}
 	}
-	params, err := s.chatParams(ctx, a, md)
-	if err != nil {
-		return nil, err
-	}
-	if !validSessionID(contextID) || strings.Contains(contextID, "/") {
-		return nil, invalidParams("contextId must be at most 256 characters, without '/' or control characters, and may not start with '~'.")
-	}
-	// A new context is created with the lock and the read; a task's
-	// follow-up cannot start one.
-	var create *sessions.CreateRequest
-	if msg.TaskID == "" {
-		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: contextID, State: paramsState(params)}
-	}
-	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: contextID}, create)
-	if lease == nil {
-		return nil, err // not locked
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			lease.Release()
-		}
-	}()
-	if errors.Is(err, sessions.ErrNotFound) && msg.TaskID != "" {
-		return nil, taskNotFound(msg.TaskID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// The session read under the lock: the runner need not read it again.
-	req := agentcore.RunRequest{UserID: user, SessionID: contextID, Config: agentcore.RunConfig{Streaming: stream}, Params: params,
-		Session: sess, Lease: lease}
-	taskID := msg.TaskID
-	if taskID != "" {
-		if prev != nil {
-			prev.mu.Lock()
-			st := prev.state
-			prev.mu.Unlock()
-			if st.Terminal() {
-				return nil, invalidParams("task " + taskID + " is " + string(st) + "; send a message without taskId to start a new task.")
-			}
-		}
-		calls, found, err := pendingCalls(ctx, s.cfg.Sessions, sess, taskID)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, taskNotFound(taskID)
-		}
-		if len(calls) == 0 {
-			return nil, invalidParams("task " + taskID + " is not waiting for input; send a message without taskId to start a new task.")
-		}
-		req.NewMessage = answerCalls(msg, calls)
-	} else {
+	at := &a2aTurn{msg: msg, prev: prev}
+	d := turnRequest{app: a, user: user, sessionID: contextID, sessionField: "contextId", metadata: md,
+		config: agentcore.RunConfig{Streaming: stream}, runID: msg.TaskID, retention: taskRetention,
+		// A new context is created with the lock and the read; a task's
+		// follow-up cannot start one.
+		create: msg.TaskID == ""}
+	if d.create {
 		content, err := messageContent(msg)
 		if err != nil {
 			return nil, invalidParams(err.Error())
 		}
-		req.NewMessage = content
-		taskID = "e-" + uuid.NewString()
-		req.InvocationID = taskID
+		d.message, d.runID = content, "e-"+uuid.NewString()
+		d.invocationID = d.runID
+	} else {
+		d.missing = taskNotFound(msg.TaskID)
 	}
-	t := &a2aTask{id: taskID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now()}
-	if prev != nil {
-		prev.mu.Lock()
-		t.artifacts, t.history = append(t.artifacts, prev.artifacts...), append(t.history, prev.history...)
-		prev.mu.Unlock()
+	err := s.beginTurn(ctx, &d, &at.turn, at)
+	at.msg, at.prev = nil, nil
+	if err != nil {
+		return nil, err
 	}
-	um := *msg
-	um.TaskID, um.ContextID, um.Role = taskID, contextID, a2a.RoleUser
-	t.history = append(t.history, um)
-	s.tasks.put(t, s.cfg.Now())
-	ok = true
-	// The lock is let go once the run is over, before the outcome is
-	// published: a client that answers a paused task at once finds the
-	// session free.
-	return &a2aTurn{task: t, req: req, release: lease.Release}, nil
+	return at, nil
 }
 
 // taskRun is one run of a task, recording what happens in the task.
@@ -375,10 +361,9 @@ type taskRun struct {
 	chunks     int
 }
 
-func (s *Server) newTaskRun(t *a2aTask, cancel context.CancelCauseFunc) *taskRun {
+func (s *Server) newTaskRun(t *a2aTask) *taskRun {
 	t.mu.Lock()
-	t.state, t.status, t.updated = a2a.StateWorking, nil, s.cfg.Now()
-	t.cancel, t.done = cancel, make(chan struct{})
+	t.state, t.status, t.updated, t.running = a2a.StateWorking, nil, s.cfg.Now(), true
 	t.mu.Unlock()
 	return &taskRun{s: s, t: t, rec: taskRecorder{invID: t.id}, artifactID: "a-" + uuid.NewString()}
 }
@@ -394,18 +379,6 @@ func (r *taskRun) event(ev *sessions.Event) *a2a.Event {
 		Artifact: a2a.Artifact{ArtifactID: r.artifactID, Name: "response", Parts: []a2a.Part{a2a.TextPart(delta)}}}
 	r.chunks++
 	return &a2a.Event{Artifact: u}
-}
-
-// drain records every event of a run that nobody streams and returns the
-// run's error.
-func (r *taskRun) drain(events iter.Seq2[*sessions.Event, error]) error {
-	for ev, err := range events {
-		if err != nil {
-			return err
-		}
-		r.event(ev)
-	}
-	return nil
 }
 
 // finish records how the run ended (err is the run's error, ctx its
@@ -453,11 +426,7 @@ func (r *taskRun) finish(ctx context.Context, err error) *a2a.Event {
 	if msg != nil {
 		t.history = append(t.history, *msg)
 	}
-	t.state, t.status, t.updated = st, msg, r.s.cfg.Now()
-	if t.done != nil {
-		close(t.done)
-	}
-	t.cancel, t.done = nil, nil
+	t.state, t.status, t.updated, t.running = st, msg, r.s.cfg.Now(), false
 	t.mu.Unlock()
 	return &a2a.Event{Status: &a2a.StatusUpdate{TaskID: t.id, ContextID: t.contextID, Final: true,
 		Status: a2a.TaskStatus{State: st, Message: msg, Timestamp: r.s.cfg.Now().UTC().Format(time.RFC3339Nano)}}}
@@ -471,79 +440,109 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		rpcFail(c, req.ID, invalidParams("want {message: {messageId, role, parts}, configuration?, metadata?}."))
 		return
 	}
-	turn, err := s.a2aPrepare(c.Request.Context(), a, &p, stream)
+	turn, err := s.a2aBegin(c.Request.Context(), a, &p, stream)
 	if err != nil {
 		rpcFail(c, req.ID, rpcErrorOf(err))
 		return
 	}
-	if !stream && p.ReturnImmediately {
-		s.a2aBackground(c, a, v, req.ID, turn)
-		return
+	ctx := c.Request.Context()
+	background := !stream && p.ReturnImmediately
+	if background {
+		// Detached from the request: it ends with the server or
+		// tasks/cancel.
+		ctx = context.WithoutCancel(ctx)
 	}
-	defer turn.release()
-	ctx, closeStream, err := s.openStream(c.Request.Context())
+	runCtx, err := s.startRun(ctx, &turn.turn)
 	if err != nil {
-		turn.task.setState(a2a.StateFailed, nil, s.cfg.Now())
 		rpcFail(c, req.ID, rpcErrorOf(err))
 		return
 	}
-	defer closeStream()
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	r := s.newTaskRun(turn.task, cancel)
-	run := a.runner.Run(runCtx, turn.req)
-	if !stream {
-		runErr := r.drain(run.Events())
-		turn.release()
-		r.finish(runCtx, runErr)
-		annotateRun(c, run)
-		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}, v))
-		return
+	sink := &a2aSink{r: s.newTaskRun(turn.task)}
+	switch {
+	case background:
+		go s.driveRun(runCtx, &turn.turn, sink)
+		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(nil)}, v))
+	case stream:
+		st := &a2aStream{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, w: startSSE(c.Writer, nil)}
+		_ = st.send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}) // a client gone shows at the next write
+		s.driveRun(runCtx, &turn.turn, st)
+	default:
+		s.driveRun(runCtx, &turn.turn, &a2aAnswer{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, historyLength: p.HistoryLength})
 	}
-	w := startSSE(c.Writer, nil)
-	send := func(e a2a.Event) error {
-		b, err := json.Marshal(a2a.Response{JSONRPC: "2.0", ID: req.ID, Result: a2a.EncodeEvent(e, v)})
-		if err != nil {
-			return err
-		}
-		return w.data(b)
-	}
-	err = send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)})
-	if err == nil {
-		err = pump(runCtx, func() { cancel(nil) }, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
-			if u := r.event(ev); u != nil {
-				return send(*u)
-			}
-			return nil
-		}, func() error { return w.comment("keepalive") })
-	}
-	turn.release()
-	final := r.finish(runCtx, err)
-	annotateRun(c, run)
-	_ = send(*final)
 }
 
-// a2aBackground starts the task's run detached from the request (it ends
-// with the server or tasks/cancel) and answers with the task at once.
-func (s *Server) a2aBackground(c *gin.Context, a *app, v a2a.Version, id json.RawMessage, turn *a2aTurn) {
-	ctx, closeStream, err := s.openStream(context.WithoutCancel(c.Request.Context()))
+// a2aSink records a task's run in the task; nobody sees it but tasks/get
+// (a task run in the background).
+type a2aSink struct {
+	r *taskRun
+}
+
+func (as *a2aSink) event(ev *sessions.Event) error {
+	as.r.event(ev)
+	return nil
+}
+
+func (as *a2aSink) end(ctx context.Context, err error) { as.r.finish(ctx, err) }
+
+// a2aAnswer answers message/send with the task once its run is over.
+type a2aAnswer struct {
+	a2aSink
+	c             *gin.Context
+	t             *a2aTurn
+	v             a2a.Version
+	id            json.RawMessage
+	historyLength *int
+}
+
+func (aa *a2aAnswer) end(ctx context.Context, err error) {
+	aa.r.finish(ctx, err)
+	annotateRun(aa.c, aa.t.run)
+	rpcResult(aa.c, aa.id, a2a.EncodeEvent(a2a.Event{Task: aa.t.task.snapshot(aa.historyLength)}, aa.v))
+}
+
+// a2aStream answers message/stream: an artifact update per text delta,
+// then the final status.
+type a2aStream struct {
+	a2aSink
+	c  *gin.Context
+	t  *a2aTurn
+	v  a2a.Version
+	id json.RawMessage
+	w  *sseWriter
+}
+
+func (st *a2aStream) send(e a2a.Event) error {
+	b, err := json.Marshal(a2a.Response{JSONRPC: "2.0", ID: st.id, Result: a2a.EncodeEvent(e, st.v)})
 	if err != nil {
-		turn.release()
-		turn.task.setState(a2a.StateFailed, nil, s.cfg.Now())
-		rpcFail(c, id, rpcErrorOf(err))
-		return
+		return err
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	r := s.newTaskRun(turn.task, cancel)
-	go func() {
-		defer closeStream()
-		defer turn.release()
-		defer cancel(nil)
-		runErr := r.drain(a.runner.Run(runCtx, turn.req).Events())
-		turn.release()
-		r.finish(runCtx, runErr)
-	}()
-	rpcResult(c, id, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(nil)}, v))
+	return st.w.data(b)
+}
+
+func (st *a2aStream) event(ev *sessions.Event) error {
+	if u := st.r.event(ev); u != nil {
+		return st.send(*u)
+	}
+	return nil
+}
+
+func (st *a2aStream) keepalive() error { return st.w.comment("keepalive") }
+
+func (st *a2aStream) end(ctx context.Context, err error) {
+	final := st.r.finish(ctx, err)
+	annotateRun(st.c, st.t.run)
+	_ = st.send(*final)
+}
+
+// a2aTaskByID returns the task with that id this process knows (running,
+// or kept after its run), or nil.
+func (s *Server) a2aTaskByID(ctx context.Context, id string) *a2aTask {
+	rec, err := s.runs.Get(ctx, id)
+	if err != nil {
+		return nil
+	}
+	t, _ := rec.Value().(*a2aTask)
+	return t
 }
 
 // a2aTaskOf finds the task a query names, of this model and caller; when
@@ -554,7 +553,7 @@ func (s *Server) a2aTaskOf(c *gin.Context, a *app, req a2a.Request) (*a2aTask, a
 		rpcFail(c, req.ID, invalidParams("want {id, historyLength?}."))
 		return nil, q
 	}
-	t := s.tasks.get(q.ID)
+	t := s.a2aTaskByID(c.Request.Context(), q.ID)
 	if t == nil || t.app != a.ID || t.user != a2aUser(c.Request.Context(), q.Metadata) {
 		rpcFail(c, req.ID, taskNotFound(q.ID))
 		return nil, q
@@ -576,9 +575,9 @@ func (s *Server) a2aCancelTask(c *gin.Context, a *app, v a2a.Version, req a2a.Re
 		return
 	}
 	t.mu.Lock()
-	cancel, done, st := t.cancel, t.done, t.state
+	running, st := t.running, t.state
 	switch {
-	case cancel != nil:
+	case running:
 	case st.Terminal():
 		t.mu.Unlock()
 		rpcFail(c, req.ID, &a2a.RPCError{Code: a2a.CodeTaskNotCancelable, Message: "Task " + t.id + " cannot be canceled: it is " + string(st) + "."})
@@ -590,12 +589,12 @@ func (s *Server) a2aCancelTask(c *gin.Context, a *app, v a2a.Version, req a2a.Re
 		t.history = append(t.history, *msg)
 	}
 	t.mu.Unlock()
-	if cancel != nil {
-		cancel(errTaskCanceled)
+	if rec, err := s.runs.Get(c.Request.Context(), t.id); running && err == nil {
+		rec.Cancel(errTaskCanceled)
 		timer := time.NewTimer(a2aCancelWait)
 		defer timer.Stop()
 		select {
-		case <-done:
+		case <-rec.Done():
 		case <-timer.C:
 		case <-c.Request.Context().Done():
 			return

@@ -20,28 +20,21 @@ import (
 
 // A2A tasks. A task is one invocation: its id is the invocation id, its
 // context id the session id, so a paused task is found again from the
-// session alone (on any replica). The registry below adds what only the
-// running process knows: the live state, the text so far, the cancel
-// function; it keeps finished tasks for taskRetention so tasks/get can
+// session alone (on any replica). The record below adds what only the
+// running process knows: the live state and the text so far. It rides on
+// the task's run in the run registry (runs.Spec.Value), which cancels the
+// run and keeps the record for taskRetention after it, so tasks/get can
 // still answer.
 
-const (
-	taskRetention = time.Hour
-	maxTasks      = 10000
-)
+// taskRetention is how long the run registry keeps a task after its run
+// ended, for tasks/get.
+const taskRetention = time.Hour
 
 // errTaskCanceled ends a run canceled over tasks/cancel.
 var errTaskCanceled = errors.New("the task was canceled")
 
-// a2aTasks is the registry of this process's tasks. Its zero value is
-// ready to use.
-type a2aTasks struct {
-	mu    sync.Mutex
-	m     map[string]*a2aTask
-	swept time.Time
-}
-
-// a2aTask is one task as this process knows it.
+// a2aTask is one task as this process knows it: the record its runs carry
+// in the run registry (runs.Spec.Value).
 type a2aTask struct {
 	id, contextID, app, user string
 
@@ -51,51 +44,8 @@ type a2aTask struct {
 	artifacts []a2a.Artifact
 	history   []a2a.Message
 	updated   time.Time
-	// cancel and done are set while a run of the task goes on.
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-}
-
-// get returns the task with that id, or nil.
-func (r *a2aTasks) get(id string) *a2aTask {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.m[id]
-}
-
-// put records a task (replacing an older record of the same id) and, once
-// there are many, drops finished tasks past their retention (at most once a
-// minute, or at once beyond maxTasks, the oldest first).
-func (r *a2aTasks) put(t *a2aTask, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[string]*a2aTask{}
-	}
-	r.m[t.id] = t
-	if len(r.m) < maxTasks/2 || (len(r.m) <= maxTasks && now.Sub(r.swept) < time.Minute) {
-		return
-	}
-	r.swept = now
-	var finished []*a2aTask
-	for id, x := range r.m {
-		x.mu.Lock()
-		running, updated := x.done != nil, x.updated
-		x.mu.Unlock()
-		switch {
-		case running:
-		case now.Sub(updated) > taskRetention:
-			delete(r.m, id)
-		default:
-			finished = append(finished, x)
-		}
-	}
-	if len(r.m) > maxTasks {
-		slices.SortFunc(finished, func(a, b *a2aTask) int { return a.updated.Compare(b.updated) })
-		for _, x := range finished[:min(len(finished), len(r.m)-maxTasks)] {
-			delete(r.m, x.id)
-		}
-	}
+	// running is set while a run of the task goes on.
+	running bool
 }
 
 // snapshot returns the task's wire form, its history cut to the last

@@ -17,7 +17,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentgate/agentgate/auth"
-	"github.com/agentgate/agentgate/gateway/openaiwire"
 )
 
 // DefaultPublicPaths need no token unless Config.PublicPaths says
@@ -162,14 +161,4 @@ func setUnauthorized(c *gin.Context, status int) {
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", unauthorizedHeader)
 	}
-}
-
-// chatUser is whose session a /v1 request uses: the token's user; without
-// authentication the request's user (or safety_identifier), else
-// "anonymous".
-func chatUser(ctx context.Context, req *openaiwire.ChatCompletionRequest) string {
-	if p := principalOf(ctx); p != nil {
-		return p.User
-	}
-	return cmpOr(req.User, req.SafetyIdentifier, "anonymous")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -118,7 +119,7 @@ var sentinels = func() []struct {
 		api apiError
 	}{
 		{errNotOwner, notFound}, // another user's session is as good as missing
-		{errShuttingDown, server(http.StatusServiceUnavailable, "shutting_down", "The server is shutting down; retry the request.")},
+		{runs.ErrShutdown, server(http.StatusServiceUnavailable, "shutting_down", "The server is shutting down; retry the request.")},
 		{sessions.ErrNotFound, notFound},
 		{sessions.ErrExists, invalid(http.StatusConflict, "session_exists", "Session already exists.")},
 		{sessions.ErrConflict, invalid(http.StatusConflict, "session_busy", "The session is busy with another request; retry when it has finished.")},

@@ -89,19 +89,32 @@ func devStub(c *gin.Context) {
 	writeNativeError(c, notFound("Not Found"))
 }
 
-// nativeTurn is a validated run request, its session locked.
+// nativeTurn is a run request of the native routes, its turn begun.
 type nativeTurn struct {
-	app     *app
-	req     agentcore.RunRequest
-	release func()
+	turn
+	// invocationID is the paused invocation the request says it resumes.
+	invocationID string
 	// splitArtifacts sends events that carry content and an artifactDelta
 	// as two frames (ADK does so unless functionCallEventId is set).
 	splitArtifacts bool
 }
 
-// prepareNativeRun decodes and checks a run request and locks its session.
-// Every failure here is answered with a status before any event is sent.
-func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
+// findSession is never asked: a native run always names its session.
+func (nt *nativeTurn) findSession(context.Context, *Server) (bool, error) {
+	return false, badRequest("sessionId", "sessionId is required.")
+}
+
+// loaded checks invocationId against the session.
+func (nt *nativeTurn) loaded(context.Context, *Server) error {
+	if nt.invocationID == "" {
+		return nil
+	}
+	return checkInvocation(nt.req.Session, nt.invocationID, nt.req.NewMessage)
+}
+
+// beginNativeRun decodes a run request and begins its turn. Every failure
+// here is answered with a status before any event is sent.
+func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
 	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
@@ -123,15 +136,6 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 		return nil, appNotFound(req.AppName)
 	}
 	noteModel(c, a.ID)
-	if err := allowModel(c.Request.Context(), a.ID); err != nil {
-		return nil, err
-	}
-	if req.UserID, err = ownUser(c.Request.Context(), req.UserID); err != nil {
-		return nil, err
-	}
-	if sessions.ParentID(req.SessionID) != "" {
-		return nil, badRequest("sessionId", "Session "+req.SessionID+" is a sub-conversation of an agent called as a tool; it can be read but not run. Run on "+rootSessionID(req.SessionID)+" instead.")
-	}
 	msg, err := decodeContent(req.NewMessage)
 	if err != nil {
 		return nil, err
@@ -146,30 +150,14 @@ func (s *Server) prepareNativeRun(c *gin.Context) (*nativeTurn, error) {
 		return nil, err
 	}
 	annotate(c, slog.String("session_id", req.SessionID))
-	ctx := c.Request.Context()
-	if ownSession(req.SessionID) {
-		return nil, sessionNotFound(req.SessionID) // the gateway's own records
-	}
-	// The session is read under its run lock (one round trip when the store
-	// can) and handed to the runner, which need not read it again.
-	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: req.UserID, SessionID: req.SessionID}, nil)
-	if lease == nil {
-		return nil, err // not locked
-	}
-	if errors.Is(err, sessions.ErrNotFound) {
-		err = sessionNotFound(req.SessionID)
-	}
-	if err == nil && req.InvocationID != "" {
-		err = checkInvocation(sess, req.InvocationID, msg)
-	}
-	if err != nil {
-		lease.Release()
+	nt := &nativeTurn{invocationID: req.InvocationID, splitArtifacts: req.FunctionCallEventID == ""}
+	d := turnRequest{app: a, user: req.UserID, named: true, sessionID: req.SessionID, sessionField: "sessionId",
+		message: msg, stateDelta: req.StateDelta,
+		config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}
+	if err := s.beginTurn(c.Request.Context(), &d, &nt.turn, nt); err != nil {
 		return nil, err
 	}
-	return &nativeTurn{app: a, release: lease.Release, splitArtifacts: req.FunctionCallEventID == "",
-		req: agentcore.RunRequest{UserID: req.UserID, SessionID: req.SessionID, NewMessage: msg, StateDelta: req.StateDelta, Params: s.trustedParams(ctx, a),
-			Config:  agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents},
-			Session: sess, Lease: lease}}, nil
+	return nt, nil
 }
 
 // checkInvocation honours invocationId: it names the paused invocation the
@@ -205,89 +193,105 @@ func checkInvocation(sess *sessions.Session, invID string, msg *genai.Content) e
 	return nil
 }
 
-// beginNativeRun prepares a run and registers it with the open streams
-// (so Shutdown can end it). When ok is false the request has been answered;
-// otherwise stop (which ends ctx, see openStream) and then turn.release
-// must be called when the run is over.
-func (s *Server) beginNativeRun(c *gin.Context) (turn *nativeTurn, ctx context.Context, stop func(), ok bool) {
-	turn, err := s.prepareNativeRun(c)
-	if err != nil {
-		writeNativeError(c, classify(err))
-		return nil, nil, nil, false
-	}
-	ctx, stop, err = s.openStream(c.Request.Context())
-	if err != nil {
-		turn.release()
-		writeNativeError(c, classify(err))
-		return nil, nil, nil, false
-	}
-	return turn, ctx, stop, true
-}
-
 // nativeRun answers POST /run with the JSON array of the run's events.
 func (s *Server) nativeRun(c *gin.Context) {
-	turn, ctx, stop, ok := s.beginNativeRun(c)
-	if !ok {
+	nt, err := s.beginNativeRun(c)
+	if err != nil {
+		writeNativeError(c, classify(err))
 		return
 	}
-	defer turn.release()
-	defer stop()
-	turn.req.Config.Streaming = false // ADK's /run never streams partials
-	run := turn.app.runner.Run(ctx, turn.req)
-	view := newEventView(turn.app, run, false)
-	out := []*sessions.Event{}
-	for ev, err := range run.Events() {
-		if err != nil {
-			annotateRun(c, run)
-			s.failNative(c, nil, err)
-			return
-		}
-		out = append(out, view.frames(ev)...)
-	}
-	annotateRun(c, run)
-	c.JSON(http.StatusOK, out)
+	nt.req.Config.Streaming = false // ADK's /run never streams partials
+	s.runTurn(c.Request.Context(), &nt.turn, &nativeAnswer{nativeSink: nativeSink{s: s, c: c, t: &nt.turn}, out: []*sessions.Event{}})
 }
 
 // nativeRunSSE answers POST /run_sse with one "data:" frame per event. The
 // status is decided before the first frame: failures until then are plain
 // error responses, later ones a data: {"error": ...} frame.
 func (s *Server) nativeRunSSE(c *gin.Context) {
-	turn, ctx, stop, ok := s.beginNativeRun(c)
-	if !ok {
+	nt, err := s.beginNativeRun(c)
+	if err != nil {
+		writeNativeError(c, classify(err))
 		return
 	}
-	defer turn.release()
-	defer stop()
-	run := turn.app.runner.Run(ctx, turn.req)
-	view := newEventView(turn.app, run, turn.splitArtifacts)
-	var w *sseWriter
-	start := func() {
-		if w == nil {
-			w = newSSE(c.Writer, nil) // flushed with the first frame
+	s.runTurn(c.Request.Context(), &nt.turn, &nativeStream{nativeSink: nativeSink{s: s, c: c, t: &nt.turn, split: nt.splitArtifacts}})
+}
+
+// nativeSink is what the native run routes' sinks share: the view of the
+// run's events.
+type nativeSink struct {
+	s     *Server
+	c     *gin.Context
+	t     *turn
+	split bool
+	view  *eventView // made at the first event
+}
+
+func (ns *nativeSink) frames(ev *sessions.Event) []*sessions.Event {
+	if ns.view == nil {
+		ns.view = newEventView(ns.t.app, ns.t.run, ns.split)
+	}
+	return ns.view.frames(ev)
+}
+
+// nativeAnswer collects a run's events for /run's JSON array.
+type nativeAnswer struct {
+	nativeSink
+	out []*sessions.Event
+}
+
+func (na *nativeAnswer) event(ev *sessions.Event) error {
+	na.out = append(na.out, na.frames(ev)...)
+	return nil
+}
+
+func (na *nativeAnswer) end(_ context.Context, err error) {
+	annotateRun(na.c, na.t.run)
+	if err != nil {
+		na.s.failNative(na.c, nil, err)
+		return
+	}
+	na.c.JSON(http.StatusOK, na.out)
+}
+
+// nativeStream writes a run's events as /run_sse's frames.
+type nativeStream struct {
+	nativeSink
+	w *sseWriter // nil until the first frame
+}
+
+// start sends the headers with the first frame.
+func (ns *nativeStream) start() {
+	if ns.w == nil {
+		ns.w = newSSE(ns.c.Writer, nil) // flushed with the first frame
+	}
+}
+
+func (ns *nativeStream) event(ev *sessions.Event) error {
+	for _, f := range ns.frames(ev) {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		ns.start()
+		if err := ns.w.data(b); err != nil {
+			return err
 		}
 	}
-	err := pump(ctx, stop, run.Events(), s.cfg.KeepaliveInterval, func(ev *sessions.Event) error {
-		for _, f := range view.frames(ev) {
-			b, err := json.Marshal(f)
-			if err != nil {
-				return err
-			}
-			start()
-			if err := w.data(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func() error {
-		start()
-		return w.comment("keepalive")
-	})
-	annotateRun(c, run)
+	return nil
+}
+
+func (ns *nativeStream) keepalive() error {
+	ns.start()
+	return ns.w.comment("keepalive")
+}
+
+func (ns *nativeStream) end(_ context.Context, err error) {
+	annotateRun(ns.c, ns.t.run)
 	if err == nil {
-		start() // a run with no visible event still answers 200
+		ns.start() // a run with no visible event still answers 200
 		return
 	}
-	s.failNative(c, w, err)
+	ns.s.failNative(ns.c, ns.w, err)
 }
 
 // failNative reports a failed run: as an error response before the stream

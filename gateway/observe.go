@@ -99,6 +99,9 @@ func annotate(c *gin.Context, attrs ...slog.Attr) {
 // annotateRun adds a run's invocation id and first agent to the request's
 // log records.
 func annotateRun(c *gin.Context, run *agentcore.Run) {
+	if run == nil {
+		return // it never started
+	}
 	if id := run.InvocationID(); id != "" {
 		annotate(c, slog.String("invocation_id", id), slog.String("agent", run.StartAgent()))
 	}

@@ -45,12 +45,9 @@ func (s *Server) modelObject(id string) openaiwire.Model {
 	return openaiwire.Model{ID: id, Created: 0, OwnedBy: "agentgate"}
 }
 
-// chatTurn is a prepared /v1/chat/completions turn.
+// chatTurn is a /v1/chat/completions turn.
 type chatTurn struct {
-	app       *app
-	runner    *agentcore.Runner
-	req       agentcore.RunRequest
-	sessionID string
+	turn
 	// stored reports whether the session lives in the gateway's store;
 	// false for a stateless turn until it pauses.
 	stored bool
@@ -67,7 +64,43 @@ type chatTurn struct {
 	tmp bool
 	// toolMessages locates the request's tool results, for errors.
 	toolMessages []toolMessage
-	release      func()
+
+	// While the turn begins: the request, its tool results, and the call
+	// index entry they were found by. Dropped once it began (a stateless
+	// request's messages may be a long history).
+	wire      *openaiwire.ChatCompletionRequest
+	system    string
+	history   []*genai.Content
+	responses []*genai.FunctionResponse
+	entry     *callEntry
+}
+
+// prepare maps the request's per-turn settings, once the model is allowed.
+func (ct *chatTurn) prepare(_ context.Context, d *turnRequest) error {
+	var err error
+	d.overrides, err = overridesFrom(d.app, ct.wire, ct.system)
+	return err
+}
+
+// findSession finds the session of a request that names none: the one
+// paused on its tool results (found by tool_call_id alone), else a
+// throwaway one seeded with its history.
+func (ct *chatTurn) findSession(ctx context.Context, s *Server) (bool, error) {
+	if len(ct.responses) == 0 {
+		return false, s.statelessTurn(ctx, ct, ct.history, ct.req.UserID)
+	}
+	entry, err := s.resolveCall(ctx, ct.app.ID, ct.req.UserID, ct.responses[0].ID)
+	if err != nil {
+		return false, err
+	}
+	found := entry.ref.SessionID
+	ct.entry, ct.sessionID, ct.stored, ct.tmp = entry, found, true, strings.HasPrefix(found, tmpSessionPrefix)
+	return true, nil
+}
+
+// loaded maps the tool_call_ids the client was shown to the runtime's.
+func (ct *chatTurn) loaded(ctx context.Context, s *Server) error {
+	return s.mapCallIDs(ctx, ct.app.ID, ct.req.UserID, ct.responses, ct.sessionID, ct, ct.entry)
 }
 
 // toolMessage is where one of a request's tool results stands in its
@@ -110,23 +143,21 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	noteModel(c, a.ID)
-	tools := toolMessagesOf(req.Messages)
-	turn, err := s.prepareChat(c.Request.Context(), c.Request.Header, a, req, conv)
+	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv)
 	if err != nil {
-		writeOpenAIError(c, chatError(tools, err))
+		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
 		return
 	}
-	defer turn.release()
-	turn.toolMessages = tools
 	if turn.stored {
 		annotate(c, slog.String("session_id", turn.sessionID))
 	}
 	// From here on the turn has what it needs of the request, which is
 	// not kept while the turn runs: its messages may be a long history.
-	if enc := s.encoderFor(turn, req); req.Stream {
-		s.streamChat(c, turn, enc)
+	cs := chatSink{s: s, c: c, turn: turn, enc: s.encoderFor(turn, req)}
+	if req.Stream {
+		s.runTurn(c.Request.Context(), &turn.turn, &chatStream{chatSink: cs})
 	} else {
-		s.completeChat(c, turn, enc)
+		s.runTurn(c.Request.Context(), &turn.turn, &chatAnswer{chatSink: cs})
 	}
 }
 
@@ -153,19 +184,10 @@ func validSessionID(id string) bool {
 	return true
 }
 
-// prepareChat turns a validated request and its conversation into a
-// runtime turn: whose session, what is new input, which client tools and
-// per-turn settings.
-func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation) (*chatTurn, error) {
-	if err := allowModel(ctx, a.ID); err != nil {
-		return nil, err
-	}
-	user := chatUser(ctx, req)
-	sid := sessionHeader(h, req.Metadata)
-	if sid != "" && !validSessionID(sid) {
-		return nil, badRequest("X-Session-Id", "Session ids are at most 256 characters, without control characters, and may not start with '~'.")
-	}
-
+// beginChat begins the turn of a validated request and its conversation:
+// whose session, what is new input, which client tools and per-turn
+// settings.
+func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation) (*chatTurn, error) {
 	msg := &genai.Content{Role: genai.RoleUser}
 	for _, c := range conv.New {
 		msg.Parts = append(msg.Parts, c.Parts...)
@@ -179,71 +201,24 @@ func (s *Server) prepareChat(ctx context.Context, h http.Header, a *app, req *op
 			responses = append(responses, p.FunctionResponse)
 		}
 	}
-
-	rr := agentcore.RunRequest{UserID: user, NewMessage: msg, Config: agentcore.RunConfig{Streaming: req.Stream},
-		ClientTools: openaiwire.ToFunctionDeclarations(req.Tools)}
-	var err error
-	if rr.Overrides, err = overridesFrom(a, req, conv.System); err != nil {
-		return nil, err
-	}
-	if rr.Params, err = s.chatParams(ctx, a, req.Metadata); err != nil {
-		return nil, err
-	}
-	turn := &chatTurn{app: a, runner: a.runner, release: func() {}}
-
-	switch {
-	case sid != "":
-		turn.sessionID, turn.stored, turn.echoSession = sid, true, true
+	sid := sessionHeader(h, req.Metadata)
+	ct := &chatTurn{stored: sid != "", echoSession: sid != "", toolMessages: toolMessagesOf(req.Messages),
+		wire: req, system: conv.System, history: conv.History, responses: responses}
+	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), sessionID: sid, sessionField: "X-Session-Id",
+		message: msg, metadata: req.Metadata, clientTools: openaiwire.ToFunctionDeclarations(req.Tools),
+		config: agentcore.RunConfig{Streaming: req.Stream},
 		// A new session is created with the lock and the read; tool
 		// results cannot start one (they answer a call of a paused turn).
-		var create *sessions.CreateRequest
-		if len(responses) == 0 {
-			create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: sid, State: paramsState(rr.Params)}
-		}
-		sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: sid}, create)
-		if lease == nil {
-			return nil, err // not locked
-		}
-		turn.release = lease.Release
-		if errors.Is(err, sessions.ErrNotFound) && len(responses) > 0 {
-			err = &agentcore.UnknownCallError{ID: responses[0].ID}
-		}
-		if err != nil {
-			turn.release()
-			return nil, err
-		}
-		rr.Session = sess // read under the lock: the runner need not read it again
-		rr.Lease = lease  // released with the turn's write
-		if err := s.mapCallIDs(ctx, a.ID, user, responses, sid, turn, nil); err != nil {
-			turn.release()
-			return nil, err
-		}
-	case len(responses) > 0:
-		// A stateless client sends tool results back: the paused turn is
-		// found by tool_call_id alone.
-		entry, err := s.resolveCall(ctx, a.ID, user, responses[0].ID)
-		if err != nil {
-			return nil, err
-		}
-		found := entry.ref.SessionID
-		turn.sessionID, turn.stored, turn.tmp = found, true, strings.HasPrefix(found, tmpSessionPrefix)
-		lease, err := s.cfg.Locker.Acquire(ctx, a.ID, user, found, s.cfg.BusyWait)
-		if err != nil {
-			return nil, err
-		}
-		turn.release, rr.Lease = lease.Release, lease
-		if err := s.mapCallIDs(ctx, a.ID, user, responses, found, turn, entry); err != nil {
-			turn.release()
-			return nil, err
-		}
-	default:
-		if err := s.statelessTurn(ctx, turn, conv.History, user); err != nil {
-			return nil, err
-		}
+		create: len(responses) == 0}
+	if !d.create {
+		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
-	rr.SessionID = turn.sessionID
-	turn.req = rr
-	return turn, nil
+	err := s.beginTurn(ctx, &d, &ct.turn, ct)
+	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
+	if err != nil {
+		return nil, err
+	}
+	return ct, nil
 }
 
 func cmpOr(vals ...string) string {
@@ -363,29 +338,44 @@ func visibleEvent(ev *sessions.Event, invID string) (*sessions.Event, error) {
 	return c, nil
 }
 
-func (s *Server) streamChat(c *gin.Context, turn *chatTurn, enc *openaiwire.Encoder) {
-	ctx, stop, err := s.openStream(c.Request.Context())
-	if err != nil {
-		writeOpenAIError(c, classify(err))
+// chatSink is what a chat turn's sinks share: the turn, its encoder, and
+// what outlives the turn.
+type chatSink struct {
+	s    *Server
+	c    *gin.Context
+	turn *chatTurn
+	enc  *openaiwire.Encoder
+}
+
+// persist stores the index of the client tool calls the client now holds.
+func (cs *chatSink) persist(ctx context.Context) error {
+	return cs.s.afterRun(ctx, cs.turn, cs.enc.ToolCalls())
+}
+
+// fail reports a failed turn: as an error response, or as an error frame
+// on a stream that started (w not nil). A client that went away gets
+// nothing.
+func (cs *chatSink) fail(w *sseWriter, err error) {
+	ae := chatError(cs.turn.toolMessages, err)
+	if ae.status == 499 {
+		return // the client is gone
+	}
+	cs.s.log.WarnContext(cs.c.Request.Context(), "chat completion failed", "err", err)
+	if w == nil {
+		writeOpenAIError(cs.c, ae)
 		return
 	}
-	defer stop()
-	cs := &chatStream{c: c, turn: turn, run: turn.runner.Run(ctx, turn.req), enc: enc}
-	err = pump(ctx, stop, cs.run.Events(), s.cfg.KeepaliveInterval, cs.event, cs.keepalive)
-	s.endStream(ctx, cs, err)
+	_ = w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
 }
 
 // chatStream is what a streamed chat completion writes with. Its methods
 // run on top of the whole turn (a push iterator runs its consumer on the
 // producer's stack), so the state lives here rather than in closures in
-// streamChat's frame, which the request's goroutine keeps on its stack for
+// a handler's frame, which the request's goroutine keeps on its stack for
 // as long as the stream is open (see docs/benchmarks-memory.md).
 type chatStream struct {
-	c    *gin.Context
-	turn *chatTurn
-	run  *agentcore.Run
-	enc  *openaiwire.Encoder
-	w    *sseWriter // nil until the first frame
+	chatSink
+	w *sseWriter // nil until the first frame
 }
 
 // start sends the headers with the first frame, in one flush.
@@ -434,7 +424,7 @@ func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string
 
 // event writes what a client sees of one event of the run.
 func (cs *chatStream) event(ev *sessions.Event) error {
-	vis, err := visibleEvent(ev, cs.run.InvocationID())
+	vis, err := visibleEvent(ev, cs.turn.run.InvocationID())
 	if err != nil || vis == nil {
 		return err
 	}
@@ -446,71 +436,48 @@ func (cs *chatStream) keepalive() error {
 	return cs.w.comment("keepalive")
 }
 
-// endStream finishes a stream whose run ended with err: the finish chunks
-// and [DONE], or an error (a frame once the stream has started).
-func (s *Server) endStream(ctx context.Context, cs *chatStream, err error) {
-	c, run := cs.c, cs.run
+// end finishes a stream whose run ended with err: the finish chunks and
+// [DONE], or an error (a frame once the stream has started).
+func (cs *chatStream) end(_ context.Context, err error) {
+	run := cs.turn.run
 	if err == nil {
-		if err = s.afterRun(ctx, cs.turn, cs.enc.ToolCalls()); err == nil {
-			var chunks []openaiwire.ChatCompletionChunk
-			if cs.w == nil {
-				// Nothing was shown yet (a silent turn): still open with
-				// the role chunk so clients see a well-formed response.
-				chunks = cs.enc.Start(run.StartAgent(), run.InvocationID())
-			}
-			if err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame); err == nil {
-				annotateRun(c, run)
-				return
-			}
+		var chunks []openaiwire.ChatCompletionChunk
+		if cs.w == nil {
+			// Nothing was shown yet (a silent turn): still open with
+			// the role chunk so clients see a well-formed response.
+			chunks = cs.enc.Start(run.StartAgent(), run.InvocationID())
 		}
+		err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame)
 	}
-	annotateRun(c, run)
-	ae := chatError(cs.turn.toolMessages, err)
-	if ae.status == 499 {
-		return // the client is gone
+	annotateRun(cs.c, run)
+	if err != nil {
+		cs.fail(cs.w, err)
 	}
-	s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", err)
-	if cs.w == nil {
-		writeOpenAIError(c, ae)
-		return
-	}
-	_ = cs.w.frame(append(openaiwire.ErrorFrame(toWire(ae)), openaiwire.DoneFrame...))
 }
 
-func (s *Server) completeChat(c *gin.Context, turn *chatTurn, enc *openaiwire.Encoder) {
-	ctx := c.Request.Context()
-	run := turn.runner.Run(ctx, turn.req)
-	var runErr error
-	for ev, err := range run.Events() {
-		if err != nil {
-			runErr = err
-			break
-		}
-		vis, err := visibleEvent(ev, run.InvocationID())
-		if err != nil {
-			runErr = err
-			break
-		}
-		if vis != nil {
-			enc.Event(vis)
-		}
+// chatAnswer collects a non-streamed chat completion.
+type chatAnswer struct{ chatSink }
+
+func (ca *chatAnswer) event(ev *sessions.Event) error {
+	vis, err := visibleEvent(ev, ca.turn.run.InvocationID())
+	if err == nil && vis != nil {
+		ca.enc.Event(vis)
 	}
-	if runErr == nil {
-		runErr = s.afterRun(ctx, turn, enc.ToolCalls())
-	}
+	return err
+}
+
+// end answers with the completion, or the error the run ended with.
+func (ca *chatAnswer) end(_ context.Context, err error) {
+	c, run := ca.c, ca.turn.run
 	annotateRun(c, run)
-	if runErr != nil {
-		ae := chatError(turn.toolMessages, runErr)
-		if ae.status != 499 {
-			s.log.WarnContext(c.Request.Context(), "chat completion failed", "err", runErr)
-			writeOpenAIError(c, ae)
-		}
+	if err != nil {
+		ca.fail(nil, err)
 		return
 	}
-	if turn.echoSession {
-		c.Header("X-Session-Id", turn.sessionID)
+	if ca.turn.echoSession {
+		c.Header("X-Session-Id", ca.turn.sessionID)
 	}
-	comp := enc.Completion(run.Usage())
+	comp := ca.enc.Completion(run.Usage())
 	if comp.Agentgate.Author == "" {
 		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
 	}
@@ -528,7 +495,7 @@ func (s *Server) completeChat(c *gin.Context, turn *chatTurn, enc *openaiwire.En
 }
 
 // completionBufs holds the buffers non-streamed answers are encoded into,
-// a *[]byte each. completeChat takes one for its response and puts it back
+// a *[]byte each. chatAnswer.end takes one for its response and puts it back
 // when c.Data has returned: a response writer copies what it is given and
 // keeps none of it (io.Writer's contract).
 var completionBufs = sync.Pool{New: func() any { return new([]byte) }}

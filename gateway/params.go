@@ -142,13 +142,6 @@ func (s *Server) checkCallerParams(a *app, field string, caller map[string]agent
 	return nil
 }
 
-// trustedParams are the token's parameters alone (a native run: the
-// caller's values were stored when the session was created).
-func (s *Server) trustedParams(ctx context.Context, a *app) *agentcore.Params {
-	p, _ := s.conversationParams(ctx, a, "", nil)
-	return p
-}
-
 // paramsState is the initial session state holding p (nil when empty).
 func paramsState(p *agentcore.Params) map[string]any {
 	if p.Len() == 0 {

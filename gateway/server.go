@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/memory"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 	"github.com/agentgate/agentgate/telemetry"
 )
@@ -84,13 +84,9 @@ type Server struct {
 	// snap is the catalog served now (see catalog.go); Reload swaps it.
 	snap atomic.Pointer[snapshot]
 	log  *slog.Logger
-	// tasks are the A2A tasks this process ran (see a2a_tasks.go).
-	tasks a2aTasks
-
-	// streams tracks open streams so Shutdown can end them.
-	streamsMu sync.Mutex
-	streams   map[*stream]struct{}
-	closing   bool
+	// runs are the turns running in this process (see turn.go), and the
+	// A2A tasks kept after their runs (see a2a_tasks.go).
+	runs *runs.Registry
 
 	// lockGet takes a session's run lock with its read in one round trip,
 	// when the store is also the locker and can (nil otherwise).
@@ -166,7 +162,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Artifacts == nil {
 		cfg.Artifacts = artifact.NewInMemory()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[*stream]struct{}{}, lockGet: lockGet, refs: refs}
+	// The run registry keeps the wall clock: cfg.Now's readings are the
+	// events' (a test's clock that ticks per reading stays golden).
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{}), lockGet: lockGet, refs: refs}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}
@@ -336,51 +334,7 @@ func (s *Server) limitBody(c *gin.Context) {
 	c.Next()
 }
 
-// Shutdown ends every open stream with an error frame (the server is
-// stopping). Call it after the grace period of http.Server.Shutdown ran out.
-func (s *Server) Shutdown() {
-	s.streamsMu.Lock()
-	s.closing = true
-	open := make([]*stream, 0, len(s.streams))
-	for st := range s.streams {
-		open = append(open, st)
-	}
-	s.streamsMu.Unlock()
-	for _, st := range open {
-		st.stop()
-	}
-}
-
-// stream is an open SSE response that Shutdown can end.
-type stream struct {
-	cancel context.CancelCauseFunc
-}
-
-// errShuttingDown ends streams when the server stops.
-var errShuttingDown = errors.New("the server is shutting down")
-
-func (st *stream) stop() { st.cancel(errShuttingDown) }
-
-// openStream registers a stream; the returned context ends when the client
-// goes away, the server shuts down or stop is called. stop unregisters the
-// stream; it may be called more than once, and it can be the cancel of a
-// pump, so that a run needs no context of its own (each cancelable context
-// a stream holds costs its memory while the stream is open).
-func (s *Server) openStream(ctx context.Context) (_ context.Context, stop func(), _ error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	st := &stream{cancel: cancel}
-	s.streamsMu.Lock()
-	if s.closing {
-		s.streamsMu.Unlock()
-		cancel(errShuttingDown)
-		return nil, nil, errShuttingDown
-	}
-	s.streams[st] = struct{}{}
-	s.streamsMu.Unlock()
-	return ctx, func() {
-		s.streamsMu.Lock()
-		delete(s.streams, st)
-		s.streamsMu.Unlock()
-		cancel(nil)
-	}, nil
-}
+// Shutdown ends every running turn (streams end with an error frame: the
+// server is stopping) and starts no new one; it does not wait for them.
+// Call it after the grace period of http.Server.Shutdown ran out.
+func (s *Server) Shutdown() { s.runs.Close() }

@@ -68,20 +68,29 @@ func (s *sseWriter) comment(text string) error {
 	return s.rc.Flush()
 }
 
+// pumped is the consumer pump drives: event takes each event of the run,
+// keepalive runs when the run has been silent, stop cancels the context
+// the run was started with. One object rather than three func values: a
+// method value passed on is an allocation each.
+type pumped interface {
+	event(ev *sessions.Event) error
+	keepalive() error
+	stop()
+}
+
 // pump ranges over a run's events on the caller's goroutine and hands each
-// to onEvent; onIdle runs (on a timer's goroutine, never at the same time
-// as onEvent) whenever interval passes without an event or keepalive. It
-// returns the run's error, onEvent's or onIdle's error, or the cause of ctx
-// ending; once ctx has ended no event reaches onEvent. cancel must cancel
-// the context the run was started with: pump calls it before returning,
-// and no onIdle runs after pump returns.
+// to p.event; p.keepalive runs (on a timer's goroutine, never at the same
+// time as p.event) whenever interval passes without an event or
+// keepalive. It returns the run's error, p.event's or p.keepalive's error,
+// or the cause of ctx ending; once ctx has ended no event reaches p.event.
+// pump calls p.stop before returning, and no keepalive runs after pump
+// returns.
 //
 // Events are handed over without a goroutine in between: a streamed answer
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
-func pump(ctx context.Context, cancel context.CancelFunc, events iter.Seq2[*sessions.Event, error], interval time.Duration,
-	onEvent func(*sessions.Event) error, onIdle func() error) error {
-	k := &keepalive{last: time.Now(), interval: interval, onIdle: onIdle, cancel: cancel}
+func pump(ctx context.Context, p pumped, events iter.Seq2[*sessions.Event, error], interval time.Duration) error {
+	k := &keepalive{last: time.Now(), interval: interval, p: p}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -94,7 +103,7 @@ func pump(ctx context.Context, cancel context.CancelFunc, events iter.Seq2[*sess
 			return err
 		}
 		k.mu.Lock()
-		err = onEvent(ev)
+		err = p.event(ev)
 		k.last = time.Now()
 		k.mu.Unlock()
 		if err != nil {
@@ -111,17 +120,16 @@ func pump(ctx context.Context, cancel context.CancelFunc, events iter.Seq2[*sess
 // than variables captured by closures, which would each be allocated on
 // their own and kept for as long as the stream is open.
 type keepalive struct {
-	mu       sync.Mutex // serialises onEvent and onIdle; guards the rest
+	mu       sync.Mutex // serialises event and keepalive; guards the rest
 	last     time.Time  // of the latest event or keepalive
 	stopped  bool
 	idleErr  error
 	timer    *time.Timer
 	interval time.Duration
-	onIdle   func() error
-	cancel   context.CancelFunc
+	p        pumped
 }
 
-// fire runs on the timer's goroutine: onIdle, when interval has passed
+// fire runs on the timer's goroutine: keepalive, when interval has passed
 // since the latest event or keepalive.
 func (k *keepalive) fire() {
 	k.mu.Lock()
@@ -133,25 +141,27 @@ func (k *keepalive) fire() {
 		k.timer.Reset(wait)
 		return
 	}
-	if err := k.onIdle(); err != nil {
+	if err := k.p.keepalive(); err != nil {
 		k.idleErr, k.stopped = err, true
-		k.cancel()
+		k.p.stop()
 		return
 	}
 	k.last = time.Now()
 	k.timer.Reset(k.interval)
 }
 
-// stop ends the keepalives and cancels the run; no onIdle runs after it.
+// stop ends the keepalives and cancels the run; no keepalive runs after
+// it.
 func (k *keepalive) stop() {
 	k.mu.Lock()
 	k.stopped = true
 	k.mu.Unlock()
 	k.timer.Stop()
-	k.cancel()
+	k.p.stop()
 }
 
-// failed is the error of a pump whose ctx ended: onIdle's, else the cause.
+// failed is the error of a pump whose ctx ended: keepalive's, else the
+// cause.
 func (k *keepalive) failed(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -1,0 +1,308 @@
+package gateway
+
+// One turn's lifecycle, whatever surface asked for it. A surface decodes
+// its request into a turnRequest; beginTurn decides what every surface
+// decides alike (may the token use the model, whose sessions, is the
+// session id one a turn may run on, the parameters, the session's lock and
+// read, the runtime's RunRequest) and releases the lock on every error; a
+// turn that began is then run into the surface's turnSink by runTurn (or
+// startRun and driveRun, for a surface that answers in between), which
+// registers it as a run, pumps its events, persists, releases and ends it.
+// The surface's handler is left with decoding and encoding.
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// turnRequest is a turn as a surface describes it, decoded.
+type turnRequest struct {
+	app *app
+	// user is the user the request names (named: the native routes'
+	// userId; with a token it must be the token's user, or "me") or
+	// suggests (a hint used only without a token); empty is anonymous.
+	user  string
+	named bool
+	// sessionID is the session to run on; empty asks the surface's
+	// findSession for one. sessionField is where the request carried it.
+	sessionID, sessionField string
+	// create starts a missing session (holding the turn's parameters)
+	// with the lock and the read; without it, missing is the error for a
+	// session that does not exist (default: session not found).
+	create  bool
+	missing error
+	message *genai.Content
+	// stateDelta is applied with the message.
+	stateDelta map[string]any
+	// metadata holds the caller's parameters ("param.<name>" entries).
+	metadata    map[string]string
+	overrides   *agentcore.Overrides
+	clientTools []*genai.FunctionDeclaration
+	config      agentcore.RunConfig
+	// invocationID names a new invocation (see RunRequest.InvocationID).
+	invocationID string
+	// runID names the run when it is known before it starts (an A2A
+	// task's id, also when the turn resumes it); otherwise the run is
+	// named by its invocation id at its first event.
+	runID string
+	// retention keeps the run in the registry after it ended (A2A tasks,
+	// for tasks/get); value is the surface's record of it there.
+	retention time.Duration
+	value     any
+}
+
+// turnHooks is what a surface adds to beginTurn: its own turn type, which
+// embeds the turn being begun.
+type turnHooks interface {
+	// findSession is called when the request names no session: it sets
+	// the turn's sessionID to the stored session to run on (stored true:
+	// the lifecycle locks and reads it), or makes the turn run on a
+	// session of its own (stored false: nothing to lock).
+	findSession(ctx context.Context, s *Server) (stored bool, err error)
+	// loaded checks the session read under its lock (req.Session) against
+	// the request and completes req; an error releases the lock.
+	loaded(ctx context.Context, s *Server) error
+}
+
+// turnPreparer is a turnHooks with checks of its own that need the model
+// allowed and the user known, before anything is locked (they may set
+// d's fields).
+type turnPreparer interface {
+	prepare(ctx context.Context, d *turnRequest) error
+}
+
+// turn is one turn between beginTurn and the end of its run. Surfaces
+// embed it in their own turn types.
+type turn struct {
+	app    *app
+	runner *agentcore.Runner
+	req    agentcore.RunRequest
+	// sessionID is the session the turn runs on.
+	sessionID string
+	// release lets go of the session's lock (a no-op when there is none);
+	// the lifecycle calls it exactly once.
+	release func()
+
+	runID     string
+	retention time.Duration
+	value     any
+	// rec is the turn's entry in the run registry, run the runtime's run:
+	// both set once it started.
+	rec *runs.Run
+	run *agentcore.Run
+	// named reports that rec has its id.
+	named bool
+	sink  turnSink
+}
+
+var _ pumped = (*turn)(nil)
+
+func noRelease() {}
+
+// beginTurn decides the turn d describes into t: on success t's session
+// is locked (when it is stored) and t.release must be called, which
+// runTurn or startRun does; on error nothing is held.
+func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnHooks) error {
+	a := d.app
+	if err := allowModel(ctx, a.ID); err != nil {
+		return err
+	}
+	user, err := turnUser(ctx, d.user, d.named)
+	if err != nil {
+		return err
+	}
+	if d.sessionID != "" {
+		if ownSession(d.sessionID) && !d.create {
+			return d.notFound() // the gateway's own records are invisible
+		}
+		if err := checkSessionID(d.sessionID, d.sessionField); err != nil {
+			return err
+		}
+	}
+	if p, ok := h.(turnPreparer); ok {
+		if err := p.prepare(ctx, d); err != nil {
+			return err
+		}
+	}
+	params, err := s.chatParams(ctx, a, d.metadata)
+	if err != nil {
+		return err
+	}
+	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
+	t.runID, t.retention, t.value = d.runID, d.retention, d.value
+	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
+		ClientTools: d.clientTools, Params: params, Overrides: d.overrides, InvocationID: d.invocationID}
+	if t.sessionID == "" {
+		stored, err := h.findSession(ctx, s) // holds no lock
+		t.req.SessionID = t.sessionID
+		if err != nil || !stored {
+			return err
+		}
+	}
+	t.req.SessionID = t.sessionID
+	// The session is read under its run lock (one round trip when the
+	// store can) and handed to the runner, which need not read it again.
+	var create *sessions.CreateRequest
+	if d.create {
+		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID, State: paramsState(params)}
+	}
+	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID}, create)
+	if lease == nil {
+		return err // not locked
+	}
+	// The runner releases the lease with the turn's last write when the
+	// store can; releasing it again once the run is over costs nothing.
+	t.release, t.req.Lease = lease.Release, lease
+	if errors.Is(err, sessions.ErrNotFound) {
+		err = d.notFound()
+	}
+	if err == nil {
+		t.req.Session = sess
+		err = h.loaded(ctx, s)
+	}
+	if err != nil {
+		t.release()
+		return err
+	}
+	return nil
+}
+
+// notFound is the error for a session that does not exist.
+func (d *turnRequest) notFound() error {
+	if d.missing != nil {
+		return d.missing
+	}
+	return sessionNotFound(d.sessionID)
+}
+
+// turnUser is whose sessions a turn reaches: with a token, the token's
+// user (a request that names a user must name that one, or "me"); without
+// one, the user as given, else anonymous.
+func turnUser(ctx context.Context, user string, named bool) (string, error) {
+	if p := principalOf(ctx); p != nil && !named {
+		return p.User, nil
+	}
+	if named {
+		return ownUser(ctx, user)
+	}
+	return cmpOr(user, "anonymous"), nil
+}
+
+// checkSessionID is the one rule for the session a turn runs on: a valid
+// id (not one of the gateway's own, which where the session must exist are
+// reported missing instead), and a top-level session. A sub-conversation
+// (the session of an agent called as a tool) can be read on every surface
+// but never run: its turns belong to the parent's.
+func checkSessionID(id, field string) error {
+	switch {
+	case !validSessionID(id):
+		return badRequest(field, "Session ids are at most 256 characters, without control characters, and may not start with '~'.")
+	case sessions.ParentID(id) != "":
+		return badRequest(field, "Session "+id+" is a sub-conversation of an agent called as a tool; it can be read but not run. Run on "+rootSessionID(id)+" instead.")
+	}
+	return nil
+}
+
+// turnSink is where the events of a turn's run go: a surface's encoder.
+// Its methods run on the goroutine that drives the run. A sink that also
+// has keepalive(), called when the run has been silent for the keepalive
+// interval (never at the same time as event), is pumped as a stream; one
+// that has persist(ctx), called under the session's lock once the run
+// completed, stores what must outlive the turn.
+type turnSink interface {
+	// event hands over one event of the run; an error stops the run.
+	event(ev *sessions.Event) error
+	// end is called once the run is over and its session released, with
+	// how it ended (nil when it completed) and the run's context, before
+	// the run is marked finished. t.run is nil when it never started.
+	end(ctx context.Context, err error)
+}
+
+type streamSink interface{ keepalive() error }
+
+type persistSink interface {
+	persist(ctx context.Context) error
+}
+
+// runTurn runs a turn that began into sink: the whole rest of its
+// lifecycle.
+func (s *Server) runTurn(ctx context.Context, t *turn, sink turnSink) {
+	runCtx, err := s.startRun(ctx, t)
+	if err != nil {
+		sink.end(ctx, err)
+		return
+	}
+	s.driveRun(runCtx, t, sink)
+}
+
+// startRun registers a turn that began as a run, and returns the context
+// to drive it with (ctx decides what ends it besides a cancel: a request's
+// context, or one detached from it). On error the turn is released.
+func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error) {
+	rec, runCtx, err := s.runs.Start(ctx, runs.Spec{ID: t.runID, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
+		Retention: t.retention, Value: t.value})
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	t.rec, t.named = rec, t.runID != ""
+	return runCtx, nil
+}
+
+// driveRun runs a started turn into sink on the calling goroutine: events,
+// then persist, release, end, and the run's finish, in that order.
+func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
+	t.run, t.sink = t.runner.Run(ctx, t.req), sink
+	var err error
+	if _, ok := sink.(streamSink); ok {
+		err = pump(ctx, t, t.run.Events(), s.cfg.KeepaliveInterval)
+	} else {
+		err = drain(ctx, t.run.Events(), t)
+	}
+	if p, ok := sink.(persistSink); ok && err == nil {
+		err = p.persist(ctx)
+	}
+	t.release()
+	sink.end(ctx, err)
+	t.rec.Finish(ctx, err)
+}
+
+// event hands an event of the run to the sink, naming the run by its
+// invocation id at the first one (the runtime knows it from then on).
+func (t *turn) event(ev *sessions.Event) error {
+	if !t.named {
+		t.named = true
+		_ = t.rec.SetID(context.Background(), t.run.InvocationID())
+	}
+	return t.sink.event(ev)
+}
+
+// keepalive and stop make the turn what pump drives.
+func (t *turn) keepalive() error { return t.sink.(streamSink).keepalive() }
+func (t *turn) stop()            { t.rec.Stop() }
+
+// drain hands every event of a run to t on the caller's goroutine and
+// returns the first error, the run's or the sink's (which stops the run); a run that failed because ctx ended fails with ctx's cause, as in
+// pump (the server shutting down, a task cancelled).
+func drain(ctx context.Context, events iter.Seq2[*sessions.Event, error], t *turn) error {
+	for ev, err := range events {
+		if err == nil {
+			err = t.event(ev)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return err
+		}
+	}
+	return nil
+}

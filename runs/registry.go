@@ -1,0 +1,466 @@
+// Package runs owns running turns: a Registry of the runs of one process
+// (id, session, status, cancel, done) and the EventLog a run's events are
+// kept in, so that clients attach to a run rather than own it. A run is
+// started by whoever has a turn ready (a surface, after taking the
+// session's lock); it ends when its driver finishes it; anyone who knows its
+// id can look it up, cancel it or attach to its log meanwhile. The package
+// knows nothing of HTTP or of a particular store: a shared EventLog (Redis
+// Streams) implements the same interface.
+package runs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// Status is where a run stands.
+type Status string
+
+// The statuses of a run. Queued and Running are live; the others are
+// final.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Final reports whether the run has ended.
+func (s Status) Final() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no run (or no log) with that id, or it expired.
+	ErrNotFound = errors.New("runs: not found")
+	// ErrShutdown: the registry is closed; it starts no run, and it
+	// ended those it had with this cause.
+	ErrShutdown = errors.New("the server is shutting down")
+	// ErrNoLog: the registry keeps no event log, so there is nothing to
+	// attach to.
+	ErrNoLog = errors.New("runs: no event log")
+)
+
+// Info is what is known of a run, by value.
+type Info struct {
+	// ID is the run's invocation id; empty until it is known (see
+	// Run.SetID).
+	ID                 string
+	App, User, Session string
+	Status             Status
+	// Started is when the run was registered, Updated when its status last
+	// changed, Ended when it reached a final status (zero before).
+	Started, Updated, Ended time.Time
+}
+
+// Spec describes a run to start.
+type Spec struct {
+	// ID is the run's invocation id when it is known before the run
+	// starts; otherwise the driver names it with SetID once it is. The
+	// latest run of an id is the one found by it: a resumed invocation
+	// replaces the run that paused it (the session's lock keeps two runs
+	// of one invocation from going on at once).
+	ID                 string
+	App, User, Session string
+	// Queued starts the run as queued (waiting for its turn); Begin moves
+	// it to running. Otherwise it starts running.
+	Queued bool
+	// Retention is how long the registry keeps the run once it ended, for
+	// lookups by id; zero forgets it at once.
+	Retention time.Duration
+	// Value is the starter's own record of the run, returned by
+	// Run.Value; the registry never reads it. It lives in this process
+	// only.
+	Value any
+}
+
+// Config configures a Registry. Zero fields mean the defaults.
+type Config struct {
+	// Log, when set, keeps every run's events (see Run.Append and
+	// Registry.Attach); without one runs keep none.
+	Log EventLog
+	// MaxEnded bounds the ended runs kept for their retention (default
+	// 10,000); beyond it the oldest go first.
+	MaxEnded int
+	// Now replaces the clock (tests).
+	Now func() time.Time
+}
+
+// Registry is the set of runs of one process. Its methods may be called
+// from any goroutine.
+type Registry struct {
+	cfg Config
+
+	mu      sync.Mutex
+	closing bool
+	// live holds every run not yet finished, named or not; byID every run
+	// with an id, live or kept after its end.
+	live  map[*Run]struct{}
+	byID  map[string]*Run
+	ended []*Run // kept runs in the order they ended
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(cfg Config) *Registry {
+	if cfg.MaxEnded <= 0 {
+		cfg.MaxEnded = 10000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Registry{cfg: cfg, live: map[*Run]struct{}{}, byID: map[string]*Run{}}
+}
+
+// Start registers a run and returns it with the context to run it under:
+// ctx, ended also when the run is cancelled or the registry closes. The
+// run belongs to no request: ctx decides what else ends it (a request's
+// context ends it with the request; context.WithoutCancel detaches it).
+// The caller drives the run and must call Finish once it is over.
+func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context, error) {
+	now := r.cfg.Now()
+	st := StatusRunning
+	if spec.Queued {
+		st = StatusQueued
+	}
+	run := &Run{reg: r, retention: spec.Retention, value: spec.Value,
+		info: Info{ID: spec.ID, App: spec.App, User: spec.User, Session: spec.Session, Status: st, Started: now, Updated: now}}
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		return nil, nil, ErrShutdown
+	}
+	if spec.ID != "" {
+		r.byID[spec.ID] = run
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	run.cancel = cancel
+	r.live[run] = struct{}{}
+	r.mu.Unlock()
+	if err := r.openLog(ctx, spec.ID); err != nil {
+		run.Finish(ctx, err)
+		return nil, nil, err
+	}
+	return run, runCtx, nil
+}
+
+// openLog starts the log of a run that got its id.
+func (r *Registry) openLog(ctx context.Context, id string) error {
+	if r.cfg.Log == nil || id == "" {
+		return nil
+	}
+	return r.cfg.Log.Open(ctx, id)
+}
+
+// Get returns the run with that id, live or kept after its end.
+func (r *Registry) Get(ctx context.Context, id string) (*Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	if run, ok := r.byID[id]; ok {
+		return run, nil
+	}
+	return nil, ErrNotFound
+}
+
+// List returns what is known of the named runs of one session (live and
+// kept), in the order they started (then by id).
+func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.sweepLocked()
+	var runs []*Run
+	for _, run := range r.byID {
+		runs = append(runs, run)
+	}
+	r.mu.Unlock()
+	var out []Info
+	for _, run := range runs {
+		if in := run.Info(); in.App == app && in.User == user && in.Session == session {
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID)) })
+	return out, nil
+}
+
+// Cancel cancels the live run with that id with cause (nil means
+// context.Canceled). It returns at once; wait on the run's Done to see it
+// end. ErrNotFound when there is no such run, nil when it already ended.
+func (r *Registry) Cancel(ctx context.Context, id string, cause error) error {
+	run, err := r.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	run.Cancel(cause)
+	return nil
+}
+
+// Attach follows a run's events after cursor (-1 for all of them): those
+// already logged, then the rest as they come, until the run's log ends or
+// ctx is done. ErrNoLog when the registry keeps no log.
+func (r *Registry) Attach(ctx context.Context, id string, after int64) (iter.Seq2[Frame, error], error) {
+	if r.cfg.Log == nil {
+		return nil, ErrNoLog
+	}
+	if _, err := r.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	return r.cfg.Log.Follow(ctx, id, after), nil
+}
+
+// Close starts no more runs and cancels the live ones with ErrShutdown. It
+// does not wait for them (see Shutdown).
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	for _, run := range r.liveRuns() {
+		run.Cancel(ErrShutdown)
+	}
+}
+
+// Shutdown closes the registry and waits until every live run finished
+// or ctx is done.
+func (r *Registry) Shutdown(ctx context.Context) error {
+	r.Close()
+	for _, run := range r.liveRuns() {
+		select {
+		case <-run.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (r *Registry) liveRuns() []*Run {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := make([]*Run, 0, len(r.live))
+	for run := range r.live {
+		live = append(live, run)
+	}
+	return live
+}
+
+// Live is the number of runs not yet finished.
+func (r *Registry) Live() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.live)
+}
+
+// finished moves run from the live runs to the kept ones (or forgets it).
+func (r *Registry) finished(run *Run, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.live, run)
+	switch {
+	case id == "":
+	case run.retention <= 0:
+		if r.byID[id] == run {
+			delete(r.byID, id)
+		}
+	default:
+		r.ended = append(r.ended, run)
+	}
+	r.sweepLocked()
+}
+
+// sweepLocked forgets kept runs past their retention, and the oldest
+// beyond MaxEnded.
+func (r *Registry) sweepLocked() {
+	now := r.cfg.Now()
+	n := 0
+	for n < len(r.ended) {
+		run := r.ended[n]
+		if len(r.ended)-n <= r.cfg.MaxEnded && now.Sub(run.endedAt()) <= run.retention {
+			break
+		}
+		if id := run.id(); r.byID[id] == run {
+			delete(r.byID, id)
+		}
+		r.ended[n] = nil
+		n++
+	}
+	if n > 0 {
+		r.ended = r.ended[n:]
+	}
+}
+
+// Run is one registered run. Its methods may be called from any goroutine.
+type Run struct {
+	reg       *Registry
+	cancel    context.CancelCauseFunc
+	retention time.Duration
+	value     any
+
+	mu        sync.Mutex
+	info      Info
+	cancelled error // the cause given to Cancel, if any
+	err       error
+	done      chan struct{} // made when first asked for
+	over      bool
+}
+
+// ID returns the run's id; empty until it is known.
+func (run *Run) ID() string { return run.id() }
+
+func (run *Run) id() string {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.info.ID
+}
+
+func (run *Run) endedAt() time.Time {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.info.Ended
+}
+
+// Info returns what is known of the run now.
+func (run *Run) Info() Info {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.info
+}
+
+// Value returns the starter's record of the run (Spec.Value).
+func (run *Run) Value() any { return run.value }
+
+// SetID names a run started without an id, once its invocation id is
+// known (and starts its log); a run that already has one keeps it.
+func (run *Run) SetID(ctx context.Context, id string) error {
+	run.mu.Lock()
+	if run.info.ID != "" || id == "" {
+		run.mu.Unlock()
+		return nil
+	}
+	run.mu.Unlock()
+	r := run.reg
+	r.mu.Lock()
+	r.byID[id] = run
+	run.mu.Lock()
+	run.info.ID = id
+	run.mu.Unlock()
+	r.mu.Unlock()
+	return r.openLog(ctx, id)
+}
+
+// Begin moves a queued run to running.
+func (run *Run) Begin() {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if run.info.Status == StatusQueued {
+		run.info.Status, run.info.Updated = StatusRunning, run.reg.cfg.Now()
+	}
+}
+
+// Cancel ends the run's context with cause (nil means context.Canceled);
+// the run is then reported cancelled when it finishes with an error.
+// Cancelling a finished run does nothing.
+func (run *Run) Cancel(cause error) {
+	run.mu.Lock()
+	if run.over {
+		run.mu.Unlock()
+		return
+	}
+	if cause == nil {
+		cause = context.Canceled
+	}
+	if run.cancelled == nil {
+		run.cancelled = cause
+	}
+	run.mu.Unlock()
+	run.cancel(cause)
+}
+
+// Stop ends the run's context without marking it cancelled: its driver
+// stops it (a consumer that went away, or one done with it).
+func (run *Run) Stop() { run.cancel(nil) }
+
+// Append adds an event to the run's log (nothing when the registry keeps
+// none). The run must have its id (Spec.ID or SetID): its events may carry
+// the ids of sub-invocations.
+func (run *Run) Append(ctx context.Context, ev *sessions.Event) error {
+	log := run.reg.cfg.Log
+	if log == nil {
+		return nil
+	}
+	id := run.id()
+	if id == "" {
+		return errors.New("runs: an event before the run has an id")
+	}
+	_, err := log.Append(ctx, id, ev)
+	return err
+}
+
+// Finish records the end of the run, err being what it ended with: nil is
+// completed; an error after Cancel, or one that is context.Canceled, is
+// cancelled; any other failed. It ends the run's context, closes Done and
+// ends the run's log; only the first call counts.
+func (run *Run) Finish(ctx context.Context, err error) {
+	now := run.reg.cfg.Now()
+	run.mu.Lock()
+	if run.over {
+		run.mu.Unlock()
+		return
+	}
+	run.over = true
+	switch {
+	case err == nil:
+		run.info.Status = StatusCompleted
+	case run.cancelled != nil || errors.Is(err, context.Canceled):
+		run.info.Status = StatusCancelled
+	default:
+		run.info.Status = StatusFailed
+	}
+	run.err = err
+	run.info.Updated, run.info.Ended = now, now
+	if run.done != nil {
+		close(run.done)
+	}
+	id := run.info.ID
+	run.mu.Unlock()
+	run.cancel(nil)
+	if log := run.reg.cfg.Log; log != nil && id != "" {
+		_ = log.End(context.WithoutCancel(ctx), id)
+	}
+	run.reg.finished(run, id)
+}
+
+// Err is what the run ended with (nil while it runs, or when it
+// completed).
+func (run *Run) Err() error {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.err
+}
+
+// Done is closed when the run has finished.
+func (run *Run) Done() <-chan struct{} {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if run.done == nil {
+		run.done = make(chan struct{})
+		if run.over {
+			close(run.done)
+		}
+	}
+	return run.done
+}

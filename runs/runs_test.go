@@ -1,0 +1,483 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func textEvent(inv, text string) *sessions.Event {
+	return &sessions.Event{ID: "ev-" + text, InvocationID: inv, Author: "a",
+		Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
+}
+
+func texts(frames []runs.Frame) []string {
+	var out []string
+	for _, f := range frames {
+		out = append(out, fmt.Sprintf("%d:%s", f.Seq, f.Event.Text()))
+	}
+	return out
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	reg := runs.NewRegistry(runs.Config{Now: clk.Now})
+
+	done, doneCtx, err := reg.Start(ctx, runs.Spec{ID: "inv-1", App: "app", User: "u", Session: "s", Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run started without its id is live but not found by id until named.
+	late, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Queued: true, Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Live(); got != 2 {
+		t.Fatalf("live runs %d, want 2", got)
+	}
+	if got := late.Info().Status; got != runs.StatusQueued {
+		t.Errorf("queued run is %s", got)
+	}
+	late.Begin()
+	clk.add(time.Second)
+	if err := late.SetID(ctx, "inv-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.SetID(ctx, "inv-3"); err != nil || late.ID() != "inv-2" {
+		t.Errorf("a named run renamed: %q %v", late.ID(), err)
+	}
+	got, err := reg.Get(ctx, "inv-2")
+	if err != nil || got != late {
+		t.Fatalf("Get(inv-2) = %v, %v", got, err)
+	}
+
+	done.Finish(ctx, nil)
+	if doneCtx.Err() == nil {
+		t.Error("a finished run's context is still live")
+	}
+	select {
+	case <-done.Done():
+	default:
+		t.Error("Done is not closed after Finish")
+	}
+	late.Cancel(errors.New("stop"))
+	late.Finish(ctx, context.Canceled)
+	late.Cancel(errors.New("again")) // a finished run: nothing happens
+
+	list, err := reg.List(ctx, "app", "u", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now().Add(-time.Second)
+	want := []runs.Info{
+		{ID: "inv-1", App: "app", User: "u", Session: "s", Status: runs.StatusCompleted, Started: t0, Updated: clk.Now(), Ended: clk.Now()},
+		{ID: "inv-2", App: "app", User: "u", Session: "s", Status: runs.StatusCancelled, Started: t0, Updated: clk.Now(), Ended: clk.Now()},
+	}
+	if d := cmp.Diff(want, list); d != "" {
+		t.Errorf("List (-want +got):\n%s", d)
+	}
+	if reg.Live() != 0 {
+		t.Errorf("live runs after both finished: %d", reg.Live())
+	}
+	// Kept for their retention, then forgotten.
+	clk.add(time.Minute + time.Second)
+	if _, err := reg.Get(ctx, "inv-1"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Get after retention: %v, want ErrNotFound", err)
+	}
+}
+
+func TestRegistryStatusOfTheEnd(t *testing.T) {
+	ctx := context.Background()
+	reg := runs.NewRegistry(runs.Config{})
+	for _, tc := range []struct {
+		name   string
+		cancel error
+		err    error
+		want   runs.Status
+	}{
+		{"completed", nil, nil, runs.StatusCompleted},
+		{"failed", nil, errors.New("model down"), runs.StatusFailed},
+		{"client gone", nil, context.Canceled, runs.StatusCancelled},
+		{"cancelled by id", errors.New("by user"), errors.New("by user"), runs.StatusCancelled},
+		{"cancelled, then completed", errors.New("late"), nil, runs.StatusCompleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, runCtx, err := reg.Start(ctx, runs.Spec{ID: tc.name, Retention: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel != nil {
+				if err := reg.Cancel(ctx, tc.name, tc.cancel); err != nil {
+					t.Fatal(err)
+				}
+				if !errors.Is(context.Cause(runCtx), tc.cancel) {
+					t.Errorf("cause %v, want %v", context.Cause(runCtx), tc.cancel)
+				}
+			}
+			run.Finish(ctx, tc.err)
+			if got := run.Info().Status; got != tc.want {
+				t.Errorf("status %s, want %s", got, tc.want)
+			}
+			if !errors.Is(run.Err(), tc.err) {
+				t.Errorf("Err() = %v, want %v", run.Err(), tc.err)
+			}
+		})
+	}
+	if err := reg.Cancel(ctx, "nobody", nil); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Cancel of an unknown run: %v", err)
+	}
+}
+
+func TestRegistryMaxEndedAndReplace(t *testing.T) {
+	ctx := context.Background()
+	reg := runs.NewRegistry(runs.Config{MaxEnded: 2})
+	var first *runs.Run
+	for i := range 3 {
+		run, _, err := reg.Start(ctx, runs.Spec{ID: fmt.Sprint("r", i), Retention: time.Hour, Value: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = run
+		}
+		run.Finish(ctx, nil)
+	}
+	if _, err := reg.Get(ctx, "r0"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("the oldest of three ended runs beyond MaxEnded 2 is kept: %v", err)
+	}
+	// A new run of an ended run's id replaces it.
+	again, _, err := reg.Start(ctx, runs.Spec{ID: "r1", Value: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := reg.Get(ctx, "r1"); got != again || got.Value() != "again" {
+		t.Errorf("Get(r1) after a restart = %v", got.Value())
+	}
+	again.Finish(ctx, nil) // no retention: forgotten at once
+	if _, err := reg.Get(ctx, "r1"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("a run without retention is kept: %v", err)
+	}
+	_ = first
+}
+
+// A run cancelled (by id, by the registry closing, or by its context)
+// while its driver blocks: the driver sees the cause, finishes, and no
+// goroutine is left.
+func TestRegistryCancelPathsLeakNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, how := range []string{"cancel", "close", "parent"} {
+		t.Run(how, func(t *testing.T) {
+			reg := runs.NewRegistry(runs.Config{Log: runs.NewMemoryLog(runs.MemoryLogConfig{})})
+			parent, stopParent := context.WithCancel(context.Background())
+			defer stopParent()
+			run, runCtx, err := reg.Start(parent, runs.Spec{ID: "inv"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A follower attached before the run produced anything.
+			frames, err := reg.Attach(context.Background(), "inv", -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			followed := make(chan []string)
+			go func() {
+				var got []string
+				for f, err := range frames {
+					if err != nil {
+						got = append(got, "error: "+err.Error())
+						break
+					}
+					got = append(got, f.Event.Text())
+				}
+				followed <- got
+			}()
+			if err := run.Append(runCtx, textEvent("inv", "hello")); err != nil {
+				t.Fatal(err)
+			}
+			driven := make(chan error)
+			go func() { // the driver, blocked until the run is cancelled
+				<-runCtx.Done()
+				err := context.Cause(runCtx)
+				run.Finish(context.Background(), err)
+				driven <- err
+			}()
+			var want error
+			switch how {
+			case "cancel":
+				want = errors.New("stop it")
+				if err := reg.Cancel(context.Background(), "inv", want); err != nil {
+					t.Fatal(err)
+				}
+			case "close":
+				want = runs.ErrShutdown
+				if err := reg.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := reg.Start(context.Background(), runs.Spec{ID: "late"}); !errors.Is(err, runs.ErrShutdown) {
+					t.Errorf("Start after Shutdown: %v", err)
+				}
+			case "parent":
+				want = context.Canceled
+				stopParent()
+			}
+			if err := <-driven; !errors.Is(err, want) {
+				t.Errorf("the driver saw %v, want %v", err, want)
+			}
+			<-run.Done()
+			if got := run.Info().Status; got != runs.StatusCancelled {
+				t.Errorf("status %s", got)
+			}
+			if d := cmp.Diff([]string{"hello"}, <-followed); d != "" {
+				t.Errorf("follower (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestRegistryWithoutLog(t *testing.T) {
+	ctx := context.Background()
+	reg := runs.NewRegistry(runs.Config{})
+	run, _, err := reg.Start(ctx, runs.Spec{ID: "inv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Finish(ctx, nil)
+	if err := run.Append(ctx, textEvent("inv", "x")); err != nil {
+		t.Errorf("Append without a log: %v", err)
+	}
+	if _, err := reg.Attach(ctx, "inv", -1); !errors.Is(err, runs.ErrNoLog) {
+		t.Errorf("Attach without a log: %v", err)
+	}
+}
+
+func TestShutdownWaitsForRuns(t *testing.T) {
+	reg := runs.NewRegistry(runs.Config{})
+	run, runCtx, err := reg.Start(context.Background(), runs.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		<-runCtx.Done()
+		close(ended)
+		run.Finish(context.Background(), context.Cause(runCtx))
+	}()
+	if err := reg.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	default:
+		t.Fatal("Shutdown returned before the run ended")
+	}
+	if reg.Live() != 0 {
+		t.Errorf("live runs after Shutdown: %d", reg.Live())
+	}
+	// A run that does not end: Shutdown gives up with its context.
+	reg2 := runs.NewRegistry(runs.Config{})
+	stuck, _, _ := reg2.Start(context.Background(), runs.Spec{})
+	defer stuck.Finish(context.Background(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := reg2.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown with a stuck run: %v", err)
+	}
+}
+
+func TestMemoryLogReadAfterCursor(t *testing.T) {
+	ctx := context.Background()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxFrames: 3})
+	if _, _, err := log.Read(ctx, "r", -1, 0); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Read of no log: %v", err)
+	}
+	ev := textEvent("r", "a")
+	for i, text := range []string{"a", "b", "c", "d"} {
+		if i == 0 {
+			seq, err := log.Append(ctx, "r", ev)
+			if err != nil || seq != 0 {
+				t.Fatalf("first Append = %d, %v", seq, err)
+			}
+			ev.Content.Parts[0].Text = "changed" // the log kept its own copy
+			continue
+		}
+		if seq, err := log.Append(ctx, "r", textEvent("r", text)); err != nil || seq != int64(i) {
+			t.Fatalf("Append %s = %d, %v", text, seq, err)
+		}
+	}
+	for _, tc := range []struct {
+		after, limit int
+		want         []string
+		ended        bool
+		err          error
+	}{
+		{after: 0, want: []string{"1:b", "2:c", "3:d"}},
+		{after: 1, limit: 1, want: []string{"2:c"}},
+		{after: 3, want: nil},
+		{after: -1, err: runs.ErrTrimmed}, // frame 0 is gone (MaxFrames 3)
+		{after: 4, err: runs.ErrCursor},
+		{after: -2, err: runs.ErrCursor},
+	} {
+		frames, ended, err := log.Read(ctx, "r", int64(tc.after), tc.limit)
+		if !errors.Is(err, tc.err) || ended != tc.ended {
+			t.Errorf("Read(after %d) ended %v err %v, want %v %v", tc.after, ended, err, tc.ended, tc.err)
+		}
+		if d := cmp.Diff(tc.want, texts(frames)); d != "" {
+			t.Errorf("Read(after %d) (-want +got):\n%s", tc.after, d)
+		}
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(ctx, "r", textEvent("r", "e")); !errors.Is(err, runs.ErrEnded) {
+		t.Errorf("Append after End: %v", err)
+	}
+	frames, ended, err := log.Read(ctx, "r", 1, 1)
+	if err != nil || ended || len(frames) != 1 {
+		t.Errorf("a partial read of an ended log: %v ended %v %v", texts(frames), ended, err)
+	}
+	if _, ended, _ := log.Read(ctx, "r", 1, 0); !ended {
+		t.Error("a read to the end of an ended log does not say it ended")
+	}
+}
+
+func TestMemoryLogRetention(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{Retention: time.Minute, Now: clk.Now})
+	for _, id := range []string{"old", "new"} {
+		if _, err := log.Append(ctx, id, textEvent(id, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.End(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Minute)
+	if _, _, err := log.Read(ctx, "old", -1, 0); err != nil {
+		t.Errorf("read within retention: %v", err)
+	}
+	clk.add(time.Second)
+	if _, _, err := log.Read(ctx, "old", -1, 0); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("read after retention: %v, want ErrNotFound", err)
+	}
+	if frames, _, err := log.Read(ctx, "new", -1, 0); err != nil || len(frames) != 1 {
+		t.Errorf("a live log is dropped with an ended one: %v %v", frames, err)
+	}
+}
+
+// Follow gets what was logged, then the rest live, in order, while one
+// goroutine appends; it ends with the log.
+func TestMemoryLogFollowLive(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := context.Background()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	if err := log.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(ctx, "r", textEvent("r", "e0")); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	got := make(chan []string, 2)
+	for range 2 {
+		go func() {
+			var out []string
+			for f, err := range log.Follow(ctx, "r", -1) {
+				if err != nil {
+					out = append(out, err.Error())
+					break
+				}
+				out = append(out, fmt.Sprintf("%d:%s", f.Seq, f.Event.Text()))
+			}
+			got <- out
+		}()
+	}
+	for i := 1; i < n; i++ {
+		if _, err := log.Append(ctx, "r", textEvent("r", fmt.Sprint("e", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("%d:e%d", i, i))
+	}
+	for range 2 {
+		if d := cmp.Diff(want, <-got); d != "" {
+			t.Errorf("follower (-want +got):\n%s", d)
+		}
+	}
+}
+
+// A follower whose context ends while it waits returns with the context's
+// error, and leaves no goroutine behind; one that stops ranging returns.
+func TestMemoryLogFollowCancelled(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := log.Append(ctx, "r", textEvent("r", "only")); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error)
+	go func() {
+		var last error
+		for _, err := range log.Follow(ctx, "r", 0) {
+			last = err
+		}
+		res <- last
+	}()
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Errorf("follower ended with %v", err)
+	}
+	for f := range log.Follow(context.Background(), "r", -1) {
+		if f.Event.Text() != "only" {
+			t.Errorf("frame %v", f)
+		}
+		break
+	}
+	var last error
+	for _, err := range log.Follow(context.Background(), "none", -1) {
+		last = err
+	}
+	if !errors.Is(last, runs.ErrNotFound) {
+		t.Errorf("Follow of no log: %v", last)
+	}
+}
