@@ -25,12 +25,20 @@ import (
 type Config struct {
 	Server    Server              `yaml:"server"`
 	Sessions  Sessions            `yaml:"sessions"`
+	Runs      Runs                `yaml:"runs"`
 	Auth      Auth                `yaml:"auth"`
 	Log       Log                 `yaml:"log"`
 	Telemetry Telemetry           `yaml:"telemetry"`
 	Providers []spec.Provider     `yaml:"providers"`
 	Agents    []spec.Agent        `yaml:"agents"`
 	Models    []spec.VirtualModel `yaml:"models"`
+}
+
+// Runs configures what is kept of runs (turns) for clients to re-attach.
+type Runs struct {
+	// Retention is how long a run's frames are kept after it ended
+	// (default 1h).
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Server configures the HTTP server.
@@ -320,6 +328,9 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Sessions.MaxSessions; n != nil && *n < 0 {
 		bad("sessions.max_sessions", "must not be negative (0: no bound), got %d", *n)
+	}
+	if c.Runs.Retention < 0 {
+		bad("runs.retention", "must not be negative")
 	}
 	if c.Sessions.BusyWait < 0 {
 		bad("sessions.busy_wait", "must not be negative")

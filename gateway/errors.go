@@ -119,6 +119,7 @@ var sentinels = func() []struct {
 		api apiError
 	}{
 		{errNotOwner, notFound}, // another user's session is as good as missing
+		{errRunCancelled, invalid(http.StatusConflict, "run_cancelled", "The run was cancelled.")},
 		{runs.ErrShutdown, server(http.StatusServiceUnavailable, "shutting_down", "The server is shutting down; retry the request.")},
 		{sessions.ErrNotFound, notFound},
 		{sessions.ErrExists, invalid(http.StatusConflict, "session_exists", "Session already exists.")},

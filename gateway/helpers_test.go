@@ -154,7 +154,9 @@ func decode(t *testing.T, r io.Reader) map[string]any {
 	return m
 }
 
-// sseFrames reads a whole SSE body: data payloads and comment lines.
+// sseFrames reads a whole SSE body: data payloads and comment lines. Id
+// lines ("id: <invocationId>:<n>", run frames' cursors) are checked for
+// form only; sseIDs reads them.
 func sseFrames(t *testing.T, r io.Reader) (data []string, comments []string) {
 	t.Helper()
 	sc := bufio.NewScanner(r)
@@ -166,6 +168,7 @@ func sseFrames(t *testing.T, r io.Reader) (data []string, comments []string) {
 			data = append(data, strings.TrimPrefix(line, "data: "))
 		case strings.HasPrefix(line, ":"):
 			comments = append(comments, line)
+		case strings.HasPrefix(line, "id: ") && strings.Contains(line, ":"):
 		case line == "":
 		default:
 			t.Errorf("unexpected SSE line %q", line)

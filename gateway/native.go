@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -97,6 +98,9 @@ type nativeTurn struct {
 	// splitArtifacts sends events that carry content and an artifactDelta
 	// as two frames (ADK does so unless functionCallEventId is set).
 	splitArtifacts bool
+	// keepOnDisconnect keeps a /run_sse run going when its client goes
+	// away (onDisconnect: continue).
+	keepOnDisconnect bool
 }
 
 // findSession is never asked: a native run always names its session.
@@ -149,8 +153,14 @@ func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
 	if err := checkReservedKeys("stateDelta", req.StateDelta); err != nil {
 		return nil, err
 	}
+	switch req.OnDisconnect {
+	case "", "cancel", "continue":
+	default:
+		return nil, badRequest("onDisconnect", "onDisconnect must be cancel or continue.")
+	}
 	annotate(c, slog.String("session_id", req.SessionID))
-	nt := &nativeTurn{invocationID: req.InvocationID, splitArtifacts: req.FunctionCallEventID == ""}
+	nt := &nativeTurn{invocationID: req.InvocationID, splitArtifacts: req.FunctionCallEventID == "",
+		keepOnDisconnect: req.OnDisconnect == "continue" || req.OnDisconnect == "" && a.ContinueOnDisconnect}
 	d := turnRequest{app: a, user: req.UserID, named: true, sessionID: req.SessionID, sessionField: "sessionId",
 		message: msg, stateDelta: req.StateDelta,
 		config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}
@@ -213,7 +223,12 @@ func (s *Server) nativeRunSSE(c *gin.Context) {
 		writeNativeError(c, classify(err))
 		return
 	}
-	s.runTurn(c.Request.Context(), &nt.turn, &nativeStream{nativeSink: nativeSink{s: s, c: c, t: &nt.turn, split: nt.splitArtifacts}})
+	ctx := c.Request.Context()
+	if nt.keepOnDisconnect {
+		ctx = context.WithoutCancel(ctx) // cancelled by id or shutdown only
+	}
+	s.runTurn(ctx, &nt.turn, &nativeStream{nativeSink: nativeSink{s: s, c: c, t: &nt.turn, split: nt.splitArtifacts},
+		keep: nt.keepOnDisconnect})
 }
 
 // nativeSink is what the native run routes' sinks share: the view of the
@@ -233,6 +248,10 @@ func (ns *nativeSink) frames(ev *sessions.Event) []*sessions.Event {
 	return ns.view.frames(ev)
 }
 
+// logsFrames: the run's log holds the frames native clients see, so that
+// a re-attach gets the same frames (and numbers) as /run_sse.
+func (ns *nativeSink) logsFrames() {}
+
 // nativeAnswer collects a run's events for /run's JSON array.
 type nativeAnswer struct {
 	nativeSink
@@ -240,23 +259,30 @@ type nativeAnswer struct {
 }
 
 func (na *nativeAnswer) event(ev *sessions.Event) error {
-	na.out = append(na.out, na.frames(ev)...)
+	for _, f := range na.frames(ev) {
+		na.t.logFrame(f)
+		na.out = append(na.out, f)
+	}
 	return nil
 }
 
 func (na *nativeAnswer) end(_ context.Context, err error) {
 	annotateRun(na.c, na.t.run)
 	if err != nil {
-		na.s.failNative(na.c, nil, err)
+		na.s.failNative(na.c, nil, "", err)
 		return
 	}
 	na.c.JSON(http.StatusOK, na.out)
 }
 
-// nativeStream writes a run's events as /run_sse's frames.
+// nativeStream writes a run's events as /run_sse's frames, each after an
+// id block naming it "<invocationId>:<n>", n its number in the run's log.
 type nativeStream struct {
 	nativeSink
 	w *sseWriter // nil until the first frame
+	// keep goes on without the client once a write failed (onDisconnect:
+	// continue); gone is set then.
+	keep, gone bool
 }
 
 // start sends the headers with the first frame.
@@ -268,21 +294,43 @@ func (ns *nativeStream) start() {
 
 func (ns *nativeStream) event(ev *sessions.Event) error {
 	for _, f := range ns.frames(ev) {
+		seq := ns.t.logFrame(f)
+		if ns.gone {
+			continue
+		}
 		b, err := json.Marshal(f)
 		if err != nil {
 			return err
 		}
 		ns.start()
-		if err := ns.w.data(b); err != nil {
-			return err
+		if err := ns.w.idData(ns.t.frameID(seq), b); err != nil {
+			if err = ns.lost(err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// lost handles a failed write: the run stops with err, unless it goes on
+// without its client.
+func (ns *nativeStream) lost(err error) error {
+	if !ns.keep {
+		return err
+	}
+	ns.gone = true
+	return nil
+}
+
 func (ns *nativeStream) keepalive() error {
+	if ns.gone {
+		return nil
+	}
 	ns.start()
-	return ns.w.comment("keepalive")
+	if err := ns.w.comment("keepalive"); err != nil {
+		return ns.lost(err)
+	}
+	return nil
 }
 
 func (ns *nativeStream) end(_ context.Context, err error) {
@@ -291,13 +339,34 @@ func (ns *nativeStream) end(_ context.Context, err error) {
 		ns.start() // a run with no visible event still answers 200
 		return
 	}
-	ns.s.failNative(ns.c, ns.w, err)
+	if ns.gone {
+		return
+	}
+	// The error frame is numbered as the error event logged for it.
+	ns.s.failNative(ns.c, ns.w, ns.t.frameID(ns.t.errSeq), err)
+}
+
+// frameID is the SSE id of the run's frame seq (empty when it has none).
+func (t *turn) frameID(seq int64) string {
+	if t.rec == nil {
+		return "" // the run never started
+	}
+	return frameID(t.rec.ID(), seq)
+}
+
+// frameID is the SSE id of a run's frame: "<invocationId>:<n>" (empty
+// when the frame has no number).
+func frameID(run string, seq int64) string {
+	if seq < 0 || run == "" {
+		return ""
+	}
+	return run + ":" + strconv.FormatInt(seq, 10)
 }
 
 // failNative reports a failed run: as an error response before the stream
-// started, as a data: {"error": ...} frame after. A client that went away
-// gets nothing.
-func (s *Server) failNative(c *gin.Context, w *sseWriter, err error) {
+// started, as a data: {"error": ...} frame (with id, when not empty) after.
+// A client that went away gets nothing.
+func (s *Server) failNative(c *gin.Context, w *sseWriter, id string, err error) {
 	ae := classify(err)
 	if ae.status == 499 {
 		return
@@ -308,7 +377,7 @@ func (s *Server) failNative(c *gin.Context, w *sseWriter, err error) {
 		return
 	}
 	b, _ := json.Marshal(gin.H{"error": ae.message})
-	_ = w.data(b)
+	_ = w.idData(id, b)
 }
 
 // eventView turns the runtime's events into what native clients see.

@@ -32,6 +32,7 @@ var legacyListNames = map[string]bool{"eval_sets": true, "eval-sets": true, "eva
 //	/apps/{app}/users/{user}/sessions
 //	/apps/{app}/users/{user}/sessions/{id}
 //	/apps/{app}/users/{user}/sessions/{id}/artifacts[/{name}[/versions[/{n}]]]
+//	/apps/{app}/users/{user}/sessions/{id}/runs[/{invocationId}/(events|cancel)] (native_runs.go)
 func (s *Server) nativeApps(c *gin.Context) {
 	segs, ok := escapedSegments(c.Request.URL.EscapedPath(), "/apps/")
 	if !ok {
@@ -74,6 +75,8 @@ func (s *Server) nativeApps(c *gin.Context) {
 		default:
 			err = methodNotAllowed(c)
 		}
+	} else if len(rest) >= 2 && rest[1] == "runs" {
+		err = s.nativeRuns(c, a, user, rest[0], rest[1:])
 	} else if id, tail := splitSessionPath(rest); len(tail) > 0 {
 		err = s.nativeArtifacts(c, a, user, id, tail[1:])
 	} else {

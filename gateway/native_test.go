@@ -272,10 +272,25 @@ func TestNativeTransferStream(t *testing.T) {
 	raw, events := f.mustRunSSE(runBody("s1", "hello there", `"streaming":true`))
 	checkGolden(t, "transfer", raw)
 	checkTurns(t, events)
-	if strings.Contains(raw, "event:") || strings.Contains(raw, "\nid:") || strings.Contains(raw, "[DONE]") {
-		t.Errorf("framing other than data: lines:\n%s", raw)
+	if strings.Contains(raw, "event:") || strings.Contains(raw, "[DONE]") {
+		t.Errorf("framing other than data: and id: lines:\n%s", raw)
 	}
 	inv := str(events[0]["invocationId"])
+	// Every frame is a one-line data block after an id-only block naming
+	// it "<invocationId>:<n>", n from 0: EventSource's cursor, and blocks
+	// ADK's AdkApiClient (one data: line or skipped) reads as before.
+	blocks := strings.Split(strings.TrimSuffix(raw, "\n\n"), "\n\n")
+	if len(blocks) != 2*len(events) {
+		t.Fatalf("%d blocks for %d events:\n%s", len(blocks), len(events), raw)
+	}
+	for i := range events {
+		if want := fmt.Sprintf("id: %s:%d", inv, i); blocks[2*i] != want {
+			t.Errorf("block %d = %q, want %q", 2*i, blocks[2*i], want)
+		}
+		if d := blocks[2*i+1]; !strings.HasPrefix(d, "data: {") || strings.Contains(d, "\n") {
+			t.Errorf("block %d is not one data: line: %q", 2*i+1, d)
+		}
+	}
 	transfer := -1
 	partials := 0
 	for i, ev := range events {

@@ -31,6 +31,9 @@ type runAgentRequest struct {
 	CustomMetadata map[string]any `json:"customMetadata"`
 	// StreamSubAgents also streams the events of agents called as tools.
 	StreamSubAgents bool `json:"streamSubAgents"`
+	// OnDisconnect is cancel or continue: what becomes of a /run_sse run
+	// whose client goes away (default: the model's on_disconnect).
+	OnDisconnect string `json:"onDisconnect"`
 }
 
 // createSessionRequest is the body of POST .../sessions.

@@ -55,6 +55,13 @@ type Config struct {
 	KeepaliveInterval time.Duration
 	// BusyWait is how long a run waits for a busy session before 409.
 	BusyWait time.Duration
+	// RunLog keeps the frames of every run for clients to re-attach to
+	// (default: a runs.MemoryLog keeping them RunRetention); a shared log
+	// (Redis) lets any replica serve a re-attach.
+	RunLog runs.EventLog
+	// RunRetention is how long a run's frames are kept after it ended
+	// (runs.retention, default 1h).
+	RunRetention time.Duration
 	// CORSOrigins lists the origins browsers may call from ("*" for any).
 	CORSOrigins []string
 	// Version is reported by /version.
@@ -164,7 +171,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	// The run registry keeps the wall clock: cfg.Now's readings are the
 	// events' (a test's clock that ticks per reading stays golden).
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{}), lockGet: lockGet, refs: refs}
+	if cfg.RunRetention <= 0 {
+		cfg.RunRetention = DefaultRunRetention
+	}
+	if cfg.RunLog == nil {
+		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention})
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog}), lockGet: lockGet, refs: refs}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,26 @@ func (s *sseWriter) data(payload []byte) error {
 	return s.rc.Flush()
 }
 
+// idData writes an id-only block, "id: <id>\n\n", and the data block
+// "data: <payload>\n\n" in one write and flushes them: EventSource gives
+// the id to the data after it, and clients that accept only one-line
+// data blocks skip the id block. Without an id it is data.
+func (s *sseWriter) idData(id string, payload []byte) error {
+	if id == "" {
+		return s.data(payload)
+	}
+	buf := make([]byte, 0, len(id)+len(payload)+16)
+	buf = append(buf, "id: "...)
+	buf = append(buf, id...)
+	buf = append(buf, "\n\ndata: "...)
+	buf = append(buf, payload...)
+	buf = append(buf, '\n', '\n')
+	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
 // frame writes bytes that are already a whole SSE frame and flushes them.
 func (s *sseWriter) frame(b []byte) error {
 	if _, err := s.w.Write(b); err != nil {

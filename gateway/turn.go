@@ -14,7 +14,10 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"google.golang.org/genai"
 
@@ -101,6 +104,12 @@ type turn struct {
 	// named reports that rec has its id.
 	named bool
 	sink  turnSink
+	// ownLog: the sink logs the frames its clients see itself (logFrame);
+	// otherwise every event of the run is logged as it is.
+	ownLog bool
+	// errSeq is the number of the run's last frame, the error event it
+	// ended with, once it failed (-1 when it has none).
+	errSeq int64
 }
 
 var _ pumped = (*turn)(nil)
@@ -248,12 +257,12 @@ func (s *Server) runTurn(ctx context.Context, t *turn, sink turnSink) {
 // context, or one detached from it). On error the turn is released.
 func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error) {
 	rec, runCtx, err := s.runs.Start(ctx, runs.Spec{ID: t.runID, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
-		Retention: t.retention, Value: t.value})
+		Retention: max(t.retention, runIndexRetention), Value: t.value})
 	if err != nil {
 		t.release()
 		return nil, err
 	}
-	t.rec, t.named = rec, t.runID != ""
+	t.rec, t.named, t.errSeq = rec, t.runID != "", -1
 	return runCtx, nil
 }
 
@@ -261,6 +270,7 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 // then persist, release, end, and the run's finish, in that order.
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.run, t.sink = t.runner.Run(ctx, t.req), sink
+	_, t.ownLog = sink.(frameLogger)
 	var err error
 	if _, ok := sink.(streamSink); ok {
 		err = pump(ctx, t, t.run.Events(), s.cfg.KeepaliveInterval)
@@ -271,6 +281,9 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 		err = p.persist(ctx)
 	}
 	t.release()
+	if err != nil {
+		t.errSeq = t.logError(err)
+	}
 	sink.end(ctx, err)
 	t.rec.Finish(ctx, err)
 }
@@ -278,11 +291,62 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 // event hands an event of the run to the sink, naming the run by its
 // invocation id at the first one (the runtime knows it from then on).
 func (t *turn) event(ev *sessions.Event) error {
-	if !t.named {
-		t.named = true
-		_ = t.rec.SetID(context.Background(), t.run.InvocationID())
+	t.name()
+	if !t.ownLog {
+		t.logFrame(ev)
 	}
 	return t.sink.event(ev)
+}
+
+// name names the run by its invocation id once the runtime knows it.
+func (t *turn) name() {
+	if t.named || t.run == nil {
+		return
+	}
+	if id := t.run.InvocationID(); id != "" {
+		t.named = true
+		_ = t.rec.SetID(context.Background(), id)
+	}
+}
+
+// frameLogger is a turnSink that logs the frames of its run as its
+// clients see them (t.logFrame), rather than the runtime's events.
+type frameLogger interface{ logsFrames() }
+
+// logFrame appends a frame to the run's log and returns its number; -1
+// when it could not be logged (the run has no id yet, or the log failed:
+// the run goes on, without a cursor for that frame). The log outlives the
+// run's context: a run's last frames are logged after it was cancelled.
+func (t *turn) logFrame(ev *sessions.Event) int64 {
+	seq, err := t.rec.Append(context.Background(), ev)
+	if err != nil {
+		return -1
+	}
+	return seq
+}
+
+// logError logs the event a failed run ends with, errorCode CANCELLED
+// (cancelled by id, or its client went away), SHUTDOWN (the server
+// stopped it) or the code of the failure, and returns its number.
+func (t *turn) logError(err error) int64 {
+	t.name()
+	if !t.named {
+		return -1 // never started: nothing to attach to
+	}
+	ev := &sessions.Event{ID: uuid.NewString(), InvocationID: t.rec.ID(), Author: t.app.Root.Name(), Timestamp: time.Now(),
+		ErrorCode: runErrorCode(err), ErrorMessage: classify(err).message}
+	return t.logFrame(ev)
+}
+
+// runErrorCode is the errorCode of the event a failed run ends with.
+func runErrorCode(err error) string {
+	switch {
+	case errors.Is(err, runs.ErrShutdown):
+		return "SHUTDOWN"
+	case errors.Is(err, errRunCancelled) || errors.Is(err, context.Canceled):
+		return "CANCELLED"
+	}
+	return strings.ToUpper(classify(err).code)
 }
 
 // keepalive and stop make the turn what pump drives.

@@ -394,25 +394,25 @@ func (run *Run) Cancel(cause error) {
 // stops it (a consumer that went away, or one done with it).
 func (run *Run) Stop() { run.cancel(nil) }
 
-// Append adds an event to the run's log (nothing when the registry keeps
-// none). The run must have its id (Spec.ID or SetID): its events may carry
-// the ids of sub-invocations.
-func (run *Run) Append(ctx context.Context, ev *sessions.Event) error {
+// Append adds an event to the run's log and returns its number in it (-1
+// and ErrNoLog when the registry keeps none). The run must have its id
+// (Spec.ID or SetID): its events may carry the ids of sub-invocations.
+func (run *Run) Append(ctx context.Context, ev *sessions.Event) (int64, error) {
 	log := run.reg.cfg.Log
 	if log == nil {
-		return nil
+		return -1, ErrNoLog
 	}
 	id := run.id()
 	if id == "" {
-		return errors.New("runs: an event before the run has an id")
+		return -1, errors.New("runs: an event before the run has an id")
 	}
-	_, err := log.Append(ctx, id, ev)
-	return err
+	return log.Append(ctx, id, ev)
 }
 
 // Finish records the end of the run, err being what it ended with: nil is
 // completed; an error after Cancel, or one that is context.Canceled, is
-// cancelled; any other failed. It ends the run's context, closes Done and
+// cancelled (but failed when the cause was ErrShutdown: the run did not
+// choose to stop); any other failed. It ends the run's context, closes Done and
 // ends the run's log; only the first call counts.
 func (run *Run) Finish(ctx context.Context, err error) {
 	now := run.reg.cfg.Now()
@@ -425,6 +425,8 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	switch {
 	case err == nil:
 		run.info.Status = StatusCompleted
+	case errors.Is(run.cancelled, ErrShutdown) || errors.Is(err, ErrShutdown):
+		run.info.Status = StatusFailed
 	case run.cancelled != nil || errors.Is(err, context.Canceled):
 		run.info.Status = StatusCancelled
 	default:

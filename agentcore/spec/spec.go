@@ -145,6 +145,10 @@ type VirtualModel struct {
 	// StreamSubAgents streams the events of agents called as tools on the
 	// native surface by default (a request may also ask for it).
 	StreamSubAgents bool `yaml:"stream_sub_agents"`
+	// OnDisconnect is what becomes of a streamed native run whose client
+	// goes away: cancel (default) or continue (it runs to its end, its
+	// events kept for a client to re-attach).
+	OnDisconnect string `yaml:"on_disconnect"`
 	// ClientInstructions is what becomes of a client's system and
 	// developer messages (and instructions): ignore (default) or append
 	// (to the root agent's instruction).
@@ -198,6 +202,9 @@ type App struct {
 	RouteToRoot bool
 	// StreamSubAgents streams agent-tool events on the native surface.
 	StreamSubAgents bool
+	// ContinueOnDisconnect keeps a streamed native run going when its
+	// client goes away (on_disconnect: continue).
+	ContinueOnDisconnect bool
 	// AppendClientInstructions appends a client's system text to the root
 	// agent's instruction (client_instructions: append).
 	AppendClientInstructions bool
@@ -271,6 +278,11 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		default:
 			b.errf("%s.client_instructions: must be ignore or append, not %q", key, m.ClientInstructions)
 		}
+		switch m.OnDisconnect {
+		case "", "cancel", "continue":
+		default:
+			b.errf("%s.on_disconnect: must be cancel or continue, not %q", key, m.OnDisconnect)
+		}
 		root := b.agents[m.Agent]
 		if root == nil {
 			continue // its own errors were reported
@@ -281,7 +293,7 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		}
 		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
 			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent),
-			AppendClientInstructions: m.ClientInstructions == "append"}
+			AppendClientInstructions: m.ClientInstructions == "append", ContinueOnDisconnect: m.OnDisconnect == "continue"}
 		if app.Description == "" {
 			app.Description = root.Description()
 		}

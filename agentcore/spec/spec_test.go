@@ -119,7 +119,7 @@ func TestToolConfirmAndStreamSubAgents(t *testing.T) {
 			{Name: "pay", Kind: "http", URL: "http://127.0.0.1:1/pay", Confirm: true, ConfirmHint: "Pay now?"},
 			{Name: "look", Kind: "http", URL: "http://127.0.0.1:1/look"},
 		}}},
-		Models: []spec.VirtualModel{{ID: "m", Agent: "a", StreamSubAgents: true}},
+		Models: []spec.VirtualModel{{ID: "m", Agent: "a", StreamSubAgents: true, OnDisconnect: "continue"}},
 	}, spec.BuildOptions{Tools: func(agent string, t spec.Tool) (agentcore.Tool, error) {
 		return fakeCallable{gate, t.Name}, nil
 	}})
@@ -129,6 +129,9 @@ func TestToolConfirmAndStreamSubAgents(t *testing.T) {
 	app := cat.App("m")
 	if !app.StreamSubAgents {
 		t.Error("stream_sub_agents not carried to the app")
+	}
+	if !app.ContinueOnDisconnect {
+		t.Error("on_disconnect: continue not carried to the app")
 	}
 	tools := app.Root.(*agentcore.LlmAgent).Config().Tools
 	cf, ok := tools[0].(agentcore.Confirmer)
@@ -140,5 +143,16 @@ func TestToolConfirmAndStreamSubAgents(t *testing.T) {
 	}
 	if _, ok := tools[1].(agentcore.Confirmer); ok {
 		t.Error("a tool without confirm was wrapped")
+	}
+}
+
+func TestOnDisconnectValues(t *testing.T) {
+	_, err := spec.Build(spec.Set{
+		Providers: []spec.Provider{demoProvider},
+		Agents:    []spec.Agent{{Name: "a", Model: "demo/m"}},
+		Models:    []spec.VirtualModel{{ID: "m", Agent: "a", OnDisconnect: "linger"}},
+	}, spec.BuildOptions{})
+	if err == nil || !strings.Contains(err.Error(), "on_disconnect") {
+		t.Errorf("on_disconnect: linger: %v", err)
 	}
 }

@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
-		PublicURL: cfg.Server.PublicURL, Telemetry: tel})
+		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
