@@ -93,15 +93,19 @@ type Auth struct {
 
 // JWT configures token verification.
 type JWT struct {
-	Issuer         string           `yaml:"issuer"`
-	Audience       string           `yaml:"audience"`
-	HS256Secret    model.Secret     `yaml:"hs256_secret"`
-	PublicKeyFiles []string         `yaml:"public_key_files"`
-	JWKSFile       string           `yaml:"jwks_file"`
-	Leeway         time.Duration    `yaml:"leeway"`
-	UserClaim      string           `yaml:"user_claim"`
-	ModelsClaim    string           `yaml:"models_claim"`
-	Parameters     []ClaimParameter `yaml:"parameters"`
+	Issuer         string       `yaml:"issuer"`
+	Audience       string       `yaml:"audience"`
+	HS256Secret    model.Secret `yaml:"hs256_secret"`
+	PublicKeyFiles []string     `yaml:"public_key_files"`
+	JWKSFile       string       `yaml:"jwks_file"`
+	// JWKSURL is a JWKS document served over http(s), refreshed every
+	// JWKSRefresh (default 15m) and when a token names an unknown kid.
+	JWKSURL     string           `yaml:"jwks_url"`
+	JWKSRefresh time.Duration    `yaml:"jwks_refresh"`
+	Leeway      time.Duration    `yaml:"leeway"`
+	UserClaim   string           `yaml:"user_claim"`
+	ModelsClaim string           `yaml:"models_claim"`
+	Parameters  []ClaimParameter `yaml:"parameters"`
 }
 
 // ClaimParameter maps a token claim to a trusted conversation parameter.
@@ -374,8 +378,16 @@ func (c *Config) Validate() error {
 	case "none":
 	case "jwt":
 		j := c.Auth.JWT
-		if j.HS256Secret == "" && len(j.PublicKeyFiles) == 0 && j.JWKSFile == "" {
-			bad("auth.jwt", "mode jwt needs hs256_secret, public_key_files or jwks_file")
+		if j.HS256Secret == "" && len(j.PublicKeyFiles) == 0 && j.JWKSFile == "" && j.JWKSURL == "" {
+			bad("auth.jwt", "mode jwt needs hs256_secret, public_key_files, jwks_file or jwks_url")
+		}
+		if j.JWKSURL != "" {
+			if u, err := url.Parse(j.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("auth.jwt.jwks_url", "must be an absolute http(s) URL, got %q", j.JWKSURL)
+			}
+		}
+		if j.JWKSRefresh < 0 {
+			bad("auth.jwt.jwks_refresh", "must be positive, got %s", j.JWKSRefresh)
 		}
 	default:
 		bad("auth.mode", "must be none or jwt, not %q", c.Auth.Mode)

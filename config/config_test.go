@@ -63,6 +63,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"negative write timeout", "server:\n  write_timeout: -1m\n", []string{"server.write_timeout: must be positive"}},
 		{"negative max connections", "server:\n  max_connections: -3\n", []string{"server.max_connections: must be positive"}},
 		{"timeout not a duration", "server:\n  idle_timeout: soon\n", []string{"server.idle_timeout", "soon"}},
+		{"bad jwks url", "auth:\n  mode: jwt\n  jwt:\n    jwks_url: ftp://idp/keys\n", []string{"auth.jwt.jwks_url: must be an absolute http(s) URL"}},
+		{"negative jwks refresh", "auth:\n  mode: jwt\n  jwt:\n    jwks_url: https://idp/keys\n    jwks_refresh: -1m\n", []string{"auth.jwt.jwks_refresh: must be positive"}},
 		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
 		{"bad telemetry", "telemetry:\n  otlp_endpoint: collector:4318\n  sample_ratio: 2\n  keep_spans: -1\n",
 			[]string{"telemetry.otlp_endpoint", "telemetry.sample_ratio", "telemetry.keep_spans"}},

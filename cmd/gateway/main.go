@@ -100,10 +100,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		printProblems(stderr, path, err)
 		return 2
 	}
-	authn, err := newAuthenticator(cfg.Auth, filepath.Dir(path))
+	authn, err := newAuthenticator(cfg.Auth, filepath.Dir(path), log)
 	if err != nil {
 		printProblems(stderr, path, err)
 		return 2
+	}
+	if c, ok := authn.(io.Closer); ok {
+		defer c.Close()
 	}
 	store, locker, closeStore, err := openSessions(cfg.Sessions)
 	if err != nil {
