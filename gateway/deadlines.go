@@ -46,7 +46,7 @@ func (s *Server) deadlines(c *gin.Context) {
 	c.Writer = &deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}
 	if r := c.Request; r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-		r.Body = &timedBody{ReadCloser: r.Body, rc: rc}
+		r.Body = &timedBody{ReadCloser: r.Body, w: c.Writer}
 	}
 	c.Next()
 }
@@ -55,7 +55,7 @@ func (s *Server) deadlines(c *gin.Context) {
 // read to its end, and reports a deadline that passed as errBodyTimeout.
 type timedBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
+	w    http.ResponseWriter // the controller is made when needed: one allocation less per request
 	done bool
 }
 
@@ -66,7 +66,7 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, errBodyTimeout
 		}
-		_ = b.rc.SetReadDeadline(time.Time{})
+		_ = http.NewResponseController(b.w).SetReadDeadline(time.Time{})
 	}
 	return n, err
 }
