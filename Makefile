@@ -34,6 +34,7 @@ FUZZ_TARGETS = \
 	./agentcore/a2a:FuzzSSEData \
 	./agentcore/model/openai:FuzzSSE \
 	./agentcore/model/openai:FuzzDecode \
+	./agentcore/model/gemini:FuzzDecodeChunk \
 	./agentcore:FuzzInjectState \
 	./auth:FuzzAuthenticate \
 	./auth:FuzzVerifyToken
