@@ -1,5 +1,5 @@
 # The README's commands.
-.PHONY: run test bench deps
+.PHONY: run test bench deps fuzz
 
 run:
 	go run ./cmd/gateway
@@ -18,3 +18,30 @@ test: deps
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
+
+# Fuzz targets of every decoder of untrusted input, as package:Target. Their
+# seeds (f.Add and testdata/fuzz) run in `make test` as ordinary tests; here
+# each target fuzzes for FUZZTIME. New corpus entries go to the Go cache;
+# a failing input is written to the package's testdata/fuzz.
+FUZZTIME ?= 20s
+FUZZ_TARGETS = \
+	./gateway/openaiwire:FuzzDecodeRequest \
+	./gateway:FuzzChatCompletionsBody \
+	./gateway:FuzzNativeRunBody \
+	./gateway:FuzzA2ARequestBody \
+	./gateway:FuzzAuthorizationHeader \
+	./agentcore/a2a:FuzzDecodeWire \
+	./agentcore/a2a:FuzzSSEData \
+	./agentcore/model/openai:FuzzSSE \
+	./agentcore/model/openai:FuzzDecode \
+	./agentcore/model/gemini:FuzzDecodeChunk \
+	./agentcore:FuzzInjectState \
+	./auth:FuzzAuthenticate \
+	./auth:FuzzVerifyToken
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -13,11 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -44,6 +47,18 @@ type Config struct {
 	PublicKeyFiles []string
 	// JWKSFile is a JWKS document on disk; its keys are chosen by kid.
 	JWKSFile string
+	// JWKSURL is a JWKS document served over http(s), fetched by New (a
+	// failure is an error), then again every JWKSRefresh (default 15m) in
+	// the background, and when a token names a kid it lacks, at most once
+	// per JWKSMinRefresh (default 30s). Close stops the refreshing.
+	JWKSURL        string
+	JWKSRefresh    time.Duration
+	JWKSMinRefresh time.Duration
+	// HTTPClient fetches JWKSURL (default: a client of the verifier's own,
+	// whose idle connections Close closes); each fetch is bounded to 10s.
+	HTTPClient *http.Client
+	// Logger receives failed background refreshes (default: discarded).
+	Logger *slog.Logger
 	// Leeway is the clock skew tolerated on exp, nbf and iat.
 	Leeway time.Duration
 	// UserClaim names the claim holding the user id (default "sub").
@@ -107,6 +122,7 @@ const (
 	ReasonClaims       Reason = "claims"        // a claim has the wrong type
 	ReasonUserClaim    Reason = "user_claim"    // the user claim is missing or empty
 	ReasonModelsClaim  Reason = "models_claim"  // the models claim is not a list of strings
+	ReasonCritical     Reason = "critical"      // a crit header: extensions are not processed (RFC 7515 §4.1.11)
 	ReasonInvalidToken Reason = "invalid"       // anything else
 )
 
@@ -133,13 +149,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is matches ErrUnauthenticated.
 func (e *Error) Is(target error) bool { return target == ErrUnauthenticated }
 
-// Verifier checks tokens. It is safe for concurrent use and immutable once
-// built.
+// Verifier checks tokens. It is safe for concurrent use; its keys change
+// only by refreshes of Config.JWKSURL. Close releases it.
 type Verifier struct {
 	cfg    Config
 	keys   []key
 	algs   []string
 	parser *jwt.Parser
+	// remote is the JWKS of Config.JWKSURL (nil without one).
+	remote    *remoteKeys
+	closeOnce sync.Once
 }
 
 // New loads the keys and returns a verifier. Every problem found is
@@ -199,13 +218,30 @@ func New(cfg Config) (*Verifier, error) {
 		}
 		seen[p.Name] = true
 	}
+	if cfg.JWKSURL != "" {
+		if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("jwks_url: must be an absolute http(s) URL"))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if len(v.keys) == 0 {
-		return nil, errors.New("auth: no key configured (hs256_secret, public_key_files or jwks_file)")
+	if len(v.keys) == 0 && cfg.JWKSURL == "" {
+		return nil, errors.New("auth: no key configured (hs256_secret, public_key_files, jwks_file or jwks_url)")
 	}
-	for _, k := range v.keys {
+	algKeys := v.keys
+	if cfg.JWKSURL != "" {
+		if err := v.openRemote(); err != nil {
+			return nil, err
+		}
+		// The algorithms are those of the keys at start-up plus every
+		// algorithm of the key types a JWKS may hold: a rotated key may be
+		// of another type than the one it replaces. Each key still
+		// verifies only its own algorithms (keyFor).
+		algKeys = append(slices.Clone(v.keys), v.remote.current()...)
+		algKeys = append(algKeys, key{algs: rsaAlgs}, key{algs: []string{"ES256", "ES384", "ES512"}}, key{algs: ed25519Algs})
+	}
+	for _, k := range algKeys {
 		for _, a := range k.algs {
 			if !slices.Contains(v.algs, a) {
 				v.algs = append(v.algs, a)
@@ -222,6 +258,41 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	v.parser = jwt.NewParser(opts...)
 	return v, nil
+}
+
+// openRemote fetches Config.JWKSURL and starts its refreshing.
+func (v *Verifier) openRemote() error {
+	cfg := v.cfg
+	if cfg.JWKSRefresh <= 0 {
+		cfg.JWKSRefresh = DefaultJWKSRefresh
+	}
+	if cfg.JWKSMinRefresh <= 0 {
+		cfg.JWKSMinRefresh = DefaultJWKSMinRefresh
+	}
+	owned := cfg.HTTPClient == nil
+	if owned {
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r, err := newRemoteKeys(cfg.JWKSURL, cfg.HTTPClient, cfg.JWKSRefresh, cfg.JWKSMinRefresh, cfg.Now, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("jwks_url: %w", err)
+	}
+	r.ownsClient = owned
+	v.remote = r
+	return nil
+}
+
+// Close stops the background refresh of Config.JWKSURL; tokens are still
+// verified with the keys fetched last. It is safe to call more than once
+// and on a verifier without a JWKS URL.
+func (v *Verifier) Close() error {
+	if v.remote != nil {
+		v.closeOnce.Do(v.remote.close)
+	}
+	return nil
 }
 
 // Algorithms lists the algorithms the configured keys admit.
@@ -295,18 +366,29 @@ func (v *Verifier) Verify(token string) (*Principal, error) {
 // keyFor picks the verification keys for a token: the JWKS key its kid
 // names, else the keys without a kid (PEM files, the shared secret). Only
 // keys admitting the token's algorithm are considered.
+//
+// A token with a crit header is refused: crit lists extensions the
+// recipient must understand and process (RFC 7515 §4.1.11), and agentgate
+// processes none. A kid found in no JWKS refreshes the JWKS URL's document
+// (rate-limited) before the other keys are tried.
 func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, &Error{Reason: ReasonCritical, Err: errors.New("the crit header lists extensions this verifier does not process")}
+	}
 	alg := t.Method.Alg()
 	kid, _ := t.Header["kid"].(string)
 	var set jwt.VerificationKeySet
 	if kid != "" {
-		for _, k := range v.keys {
-			if k.fromJWKS && k.kid == kid {
-				if !slices.Contains(k.algs, alg) {
-					return nil, &Error{Reason: ReasonUnknownKey, Err: fmt.Errorf("key %q does not admit %s", kid, alg)}
-				}
-				return k.material, nil
+		k, ok := v.jwksKey(kid)
+		if !ok && v.remote != nil {
+			v.remote.refreshForKid()
+			k, ok = v.jwksKey(kid)
+		}
+		if ok {
+			if !slices.Contains(k.algs, alg) {
+				return nil, &Error{Reason: ReasonUnknownKey, Err: fmt.Errorf("key %q does not admit %s", kid, alg)}
 			}
+			return k.material, nil
 		}
 	}
 	for _, k := range v.keys {
@@ -324,6 +406,24 @@ func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
 		return set.Keys[0], nil
 	}
 	return set, nil
+}
+
+// jwksKey finds the key a kid names in the JWKS file or the JWKS URL's
+// document.
+func (v *Verifier) jwksKey(kid string) (key, bool) {
+	for _, k := range v.keys {
+		if k.fromJWKS && k.kid == kid {
+			return k, true
+		}
+	}
+	if v.remote != nil {
+		for _, k := range v.remote.current() {
+			if k.kid == kid {
+				return k, true
+			}
+		}
+	}
+	return key{}, false
 }
 
 // classify turns jwt's errors into an *Error with a reason.
@@ -443,7 +543,11 @@ func plain(v any) any {
 
 // String describes the verifier without its keys.
 func (v *Verifier) String() string {
-	return fmt.Sprintf("auth.Verifier{keys: %d, algorithms: %s}", len(v.keys), strings.Join(v.algs, ","))
+	n := len(v.keys)
+	if v.remote != nil {
+		n += len(v.remote.current())
+	}
+	return fmt.Sprintf("auth.Verifier{keys: %d, algorithms: %s}", n, strings.Join(v.algs, ","))
 }
 
 // GoString is String, so %#v prints no key either.

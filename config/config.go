@@ -50,6 +50,18 @@ type Server struct {
 	// ShutdownGrace bounds how long running requests may finish on SIGTERM.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	MaxBodyBytes  int64         `yaml:"max_body_bytes"`
+	// BodyReadTimeout bounds how long a request body may take to arrive
+	// (default 30s).
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// IdleTimeout closes keep-alive connections that carry no request for
+	// this long (default 60s).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// WriteTimeout bounds how long a non-streamed response may take to be
+	// written, from its first byte (default 60s); streams are not bounded.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxConnections caps the open client connections (default 10000);
+	// more wait in the listen queue.
+	MaxConnections int `yaml:"max_connections"`
 	// KeepaliveInterval spaces SSE keepalive comments during silence.
 	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
 	// WatchConfig reloads the providers, agents and models when the
@@ -89,15 +101,19 @@ type Auth struct {
 
 // JWT configures token verification.
 type JWT struct {
-	Issuer         string           `yaml:"issuer"`
-	Audience       string           `yaml:"audience"`
-	HS256Secret    model.Secret     `yaml:"hs256_secret"`
-	PublicKeyFiles []string         `yaml:"public_key_files"`
-	JWKSFile       string           `yaml:"jwks_file"`
-	Leeway         time.Duration    `yaml:"leeway"`
-	UserClaim      string           `yaml:"user_claim"`
-	ModelsClaim    string           `yaml:"models_claim"`
-	Parameters     []ClaimParameter `yaml:"parameters"`
+	Issuer         string       `yaml:"issuer"`
+	Audience       string       `yaml:"audience"`
+	HS256Secret    model.Secret `yaml:"hs256_secret"`
+	PublicKeyFiles []string     `yaml:"public_key_files"`
+	JWKSFile       string       `yaml:"jwks_file"`
+	// JWKSURL is a JWKS document served over http(s), refreshed every
+	// JWKSRefresh (default 15m) and when a token names an unknown kid.
+	JWKSURL     string           `yaml:"jwks_url"`
+	JWKSRefresh time.Duration    `yaml:"jwks_refresh"`
+	Leeway      time.Duration    `yaml:"leeway"`
+	UserClaim   string           `yaml:"user_claim"`
+	ModelsClaim string           `yaml:"models_claim"`
+	Parameters  []ClaimParameter `yaml:"parameters"`
 }
 
 // ClaimParameter maps a token claim to a trusted conversation parameter.
@@ -139,6 +155,10 @@ const (
 	DefaultShutdownGrace     = 30 * time.Second
 	DefaultMaxBodyBytes      = 4 << 20
 	DefaultKeepaliveInterval = 15 * time.Second
+	DefaultBodyReadTimeout   = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultMaxConnections    = 10000
 	DefaultWatchInterval     = 2 * time.Second
 	DefaultRedisURL          = "redis://127.0.0.1:6379/0"
 	DefaultKeyPrefix         = "agentgate:"
@@ -238,18 +258,14 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
 }
 
 func (c *Config) applyDefaults() {
-	if c.Server.Addr == "" {
-		c.Server.Addr = DefaultAddr
-	}
-	if c.Server.ShutdownGrace == 0 {
-		c.Server.ShutdownGrace = DefaultShutdownGrace
-	}
-	if c.Server.MaxBodyBytes == 0 {
-		c.Server.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.Server.KeepaliveInterval == 0 {
-		c.Server.KeepaliveInterval = DefaultKeepaliveInterval
-	}
+	setDefault(&c.Server.Addr, DefaultAddr)
+	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.Server.KeepaliveInterval, DefaultKeepaliveInterval)
+	setDefault(&c.Server.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.Server.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.Server.MaxConnections, DefaultMaxConnections)
 	if c.Server.WatchConfig == nil {
 		watch := true
 		c.Server.WatchConfig = &watch
@@ -294,6 +310,14 @@ func (c *Config) applyDefaults() {
 	}
 }
 
+// setDefault sets *v to d when it holds the zero value (the key is absent).
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 // Validate checks the server, sessions, auth and log sections; the agent
 // trees are checked when they are built (spec.Build).
 func (c *Config) Validate() error {
@@ -309,6 +333,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.KeepaliveInterval < 0 {
 		bad("server.keepalive_interval", "must not be negative")
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"server.body_read_timeout", c.Server.BodyReadTimeout}, {"server.idle_timeout", c.Server.IdleTimeout},
+		{"server.write_timeout", c.Server.WriteTimeout}} {
+		if t.d < 0 {
+			bad(t.key, "must be positive, got %s", t.d)
+		}
+	}
+	if c.Server.MaxConnections < 0 {
+		bad("server.max_connections", "must be positive, got %d", c.Server.MaxConnections)
 	}
 	if c.Server.WatchInterval < 0 {
 		bad("server.watch_interval", "must not be negative")
@@ -353,8 +389,16 @@ func (c *Config) Validate() error {
 	case "none":
 	case "jwt":
 		j := c.Auth.JWT
-		if j.HS256Secret == "" && len(j.PublicKeyFiles) == 0 && j.JWKSFile == "" {
-			bad("auth.jwt", "mode jwt needs hs256_secret, public_key_files or jwks_file")
+		if j.HS256Secret == "" && len(j.PublicKeyFiles) == 0 && j.JWKSFile == "" && j.JWKSURL == "" {
+			bad("auth.jwt", "mode jwt needs hs256_secret, public_key_files, jwks_file or jwks_url")
+		}
+		if j.JWKSURL != "" {
+			if u, err := url.Parse(j.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("auth.jwt.jwks_url", "must be an absolute http(s) URL, got %q", j.JWKSURL)
+			}
+		}
+		if j.JWKSRefresh < 0 {
+			bad("auth.jwt.jwks_refresh", "must be positive, got %s", j.JWKSRefresh)
 		}
 	default:
 		bad("auth.mode", "must be none or jwt, not %q", c.Auth.Mode)

@@ -38,6 +38,10 @@ providers:
 	if cfg.Providers[0].APIKey.Reveal() != "sk-test" || cfg.Providers[0].BaseURL != "" {
 		t.Errorf("provider = %+v", cfg.Providers[0])
 	}
+	if s := cfg.Server; s.BodyReadTimeout != 30*time.Second || s.IdleTimeout != 60*time.Second || s.WriteTimeout != 60*time.Second ||
+		s.MaxConnections != 10000 {
+		t.Errorf("server timeouts and connections = %+v, want the contract's defaults", s)
+	}
 	if cfg.Server.KeepaliveInterval != config.DefaultKeepaliveInterval || cfg.Auth.Mode != "none" || cfg.Log.Format != "json" {
 		t.Errorf("defaults not applied: %+v %+v", cfg.Server, cfg.Auth)
 	}
@@ -54,6 +58,13 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad backend", "sessions:\n  backend: mongo\n", []string{`sessions.backend: must be memory or redis, not "mongo"`}},
 		{"bad auth", "auth:\n  mode: jwt\n", []string{"auth.jwt: mode jwt needs"}},
 		{"several problems", "sessions:\n  backend: x\nlog:\n  level: loud\n", []string{"sessions.backend", "log.level"}},
+		{"negative body read timeout", "server:\n  body_read_timeout: -1s\n", []string{"server.body_read_timeout: must be positive"}},
+		{"negative idle timeout", "server:\n  idle_timeout: -5s\n", []string{"server.idle_timeout: must be positive"}},
+		{"negative write timeout", "server:\n  write_timeout: -1m\n", []string{"server.write_timeout: must be positive"}},
+		{"negative max connections", "server:\n  max_connections: -3\n", []string{"server.max_connections: must be positive"}},
+		{"timeout not a duration", "server:\n  idle_timeout: soon\n", []string{"server.idle_timeout", "soon"}},
+		{"bad jwks url", "auth:\n  mode: jwt\n  jwt:\n    jwks_url: ftp://idp/keys\n", []string{"auth.jwt.jwks_url: must be an absolute http(s) URL"}},
+		{"negative jwks refresh", "auth:\n  mode: jwt\n  jwt:\n    jwks_url: https://idp/keys\n    jwks_refresh: -1m\n", []string{"auth.jwt.jwks_refresh: must be positive"}},
 		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
 		{"bad telemetry", "telemetry:\n  otlp_endpoint: collector:4318\n  sample_ratio: 2\n  keep_spans: -1\n",
 			[]string{"telemetry.otlp_endpoint", "telemetry.sample_ratio", "telemetry.keep_spans"}},

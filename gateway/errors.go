@@ -127,6 +127,7 @@ var sentinels = func() []struct {
 		{sessions.ErrInvalid, invalid(http.StatusBadRequest, "invalid_request", "Invalid session request.")},
 		{artifact.ErrNotFound, invalid(http.StatusNotFound, "artifact_not_found", "Artifact not found.")},
 		{sessions.ErrUnavailable, server(http.StatusServiceUnavailable, "session_store_unavailable", "The session store is unavailable; retry shortly.")},
+		{errBodyTimeout, invalid(http.StatusRequestTimeout, "request_timeout", "The request body did not arrive in time.")},
 		{context.DeadlineExceeded, server(http.StatusGatewayTimeout, "timeout", "The request timed out.")},
 		{context.Canceled, invalid(499, "client_closed_request", "The client closed the request.")},
 	}

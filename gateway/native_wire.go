@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,23 +51,50 @@ type patchSessionRequest struct {
 	StateDelta map[string]any `json:"stateDelta"`
 }
 
-// readBody reads the whole (size-limited) request body. A body of known
-// length is read into one slice of that length: net/http's server delivers
-// exactly Content-Length bytes (fewer is an error), and io.ReadAll would
-// start at 512 bytes and grow.
+// readBody reads the whole (size-limited) request body. Its buffer grows
+// with the bytes that arrived, never ahead of them: Content-Length is the
+// client's word, so it caps the buffer but does not size it before the
+// bytes are there. A body of known length that fits firstBodyBuffer is read
+// into one slice of exactly that length (net/http's server delivers exactly
+// Content-Length bytes, fewer is an error); a longer one doubles its buffer,
+// up to Content-Length, each time it is full. io.ReadAll, used when the
+// length is unknown, would start at 512 bytes and grow.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	r := c.Request
 	if r.Body == nil {
 		return nil, nil
 	}
 	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
-		}
-		return body, nil
+		return readKnownLength(r.Body, n)
 	}
 	return io.ReadAll(r.Body)
+}
+
+// firstBodyBuffer is the largest buffer a body gets before its bytes
+// arrive.
+const firstBodyBuffer = 16 << 10
+
+// readKnownLength reads exactly n bytes from r into a buffer that starts at
+// min(n, firstBodyBuffer) and doubles, capped at n, each time it is full.
+func readKnownLength(r io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, 0, min(n, firstBodyBuffer))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), n-int64(cap(buf)))))
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF {
+				if int64(len(buf)) == n {
+					break
+				}
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // isEmptyJSON reports a body that holds no value: nothing, or null.

@@ -51,6 +51,12 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a request body may take to arrive
+	// (default 30s); a late body is answered 408 (see deadlines.go).
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds how long a non-streamed response may take to be
+	// written, from its first byte (default 60s); streams are not bounded.
+	WriteTimeout time.Duration
 	// KeepaliveInterval spaces SSE keepalive comments (default 15s).
 	KeepaliveInterval time.Duration
 	// BusyWait is how long a run waits for a busy session before 409.
@@ -157,6 +163,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.KeepaliveInterval <= 0 {
 		cfg.KeepaliveInterval = 15 * time.Second
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 60 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -185,6 +197,9 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
+	// deadlines wraps the writer before instrument does: noteModel finds
+	// the metered writer on the context.
+	e.Use(s.deadlines)
 	if cfg.Metrics != nil {
 		e.Use(s.instrument)
 	}

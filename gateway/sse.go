@@ -25,8 +25,11 @@ func startSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
 }
 
 // newSSE is startSSE without the flush: the headers go out with the first
-// frame.
+// frame. A stream has no write deadline: it lasts as long as its turn, and
+// its keepalives find a client that went away.
 func newSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -37,7 +40,7 @@ func newSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
 		h.Set(k, v)
 	}
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+	return &sseWriter{w: w, rc: rc}
 }
 
 // data writes one "data: <payload>\n\n" frame and flushes it.

@@ -6,12 +6,15 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,11 +115,74 @@ func TestKeyFilesRelativeToTheConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ed.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAuthenticator(config.Auth{Mode: "jwt", JWT: config.JWT{PublicKeyFiles: []string{"ed.pem"}}}, dir)
+	a, err := newAuthenticator(config.Auth{Mode: "jwt", JWT: config.JWT{PublicKeyFiles: []string{"ed.pem"}}}, dir, nil)
 	if err != nil || a == nil {
 		t.Fatalf("newAuthenticator: %v", err)
 	}
-	if a, err := newAuthenticator(config.Auth{Mode: "none"}, dir); a != nil || err != nil {
+	if a, err := newAuthenticator(config.Auth{Mode: "none"}, dir, nil); a != nil || err != nil {
 		t.Errorf("mode none: %v %v", a, err)
+	}
+}
+
+// TestJWKSURLRotationEndToEnd runs the gateway on an identity provider's
+// JWKS URL that rotates its key: a token of the new key is accepted
+// without a restart (its unknown kid refreshes the keys), and a token
+// whose crit header names an extension is refused.
+func TestJWKSURLRotationEndToEnd(t *testing.T) {
+	newKey := func(kid string) (ed25519.PrivateKey, []byte) {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kty": "OKP", "crv": "Ed25519", "kid": kid,
+			"x": base64.RawURLEncoding.EncodeToString(pub)}}})
+		return priv, doc
+	}
+	oldKey, oldDoc := newKey("2026-01")
+	newPriv, newDoc := newKey("2026-02")
+	var doc atomic.Pointer[[]byte]
+	doc.Store(&oldDoc)
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(*doc.Load()) }))
+	defer idp.Close()
+	gw := runConfig(t, `
+auth:
+  mode: jwt
+  jwt:
+    jwks_url: `+idp.URL+`
+providers: [{name: demo, type: scripted, rules: [{reply: hi}]}]
+agents: [{name: desk, model: demo/x}]
+models: [{id: desk, agent: desk}]
+`, nil)
+	status := func(key ed25519.PrivateKey, kid string, header map[string]any) int {
+		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
+		tok.Header["kid"] = kid
+		for k, v := range header {
+			tok.Header[k] = v
+		}
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, gw.base+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+s)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status(oldKey, "2026-01", nil); got != http.StatusOK {
+		t.Fatalf("old key before rotation: %d", got)
+	}
+	if got := status(oldKey, "2026-01", map[string]any{"crit": []string{"b64"}, "b64": false}); got != http.StatusUnauthorized {
+		t.Errorf("a token with crit: %d, want 401", got)
+	}
+	doc.Store(&newDoc)
+	if got := status(newPriv, "2026-02", nil); got != http.StatusOK {
+		t.Errorf("new key after rotation: %d, want 200 without a restart", got)
+	}
+	if got := status(oldKey, "2026-01", nil); got != http.StatusUnauthorized {
+		t.Errorf("removed key: %d, want 401", got)
 	}
 }

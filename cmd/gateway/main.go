@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/a2a"
 	"github.com/agentgate/agentgate/agentcore/model"
@@ -98,10 +100,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		printProblems(stderr, path, err)
 		return 2
 	}
-	authn, err := newAuthenticator(cfg.Auth, filepath.Dir(path))
+	authn, err := newAuthenticator(cfg.Auth, filepath.Dir(path), log)
 	if err != nil {
 		printProblems(stderr, path, err)
 		return 2
+	}
+	if c, ok := authn.(io.Closer); ok {
+		defer c.Close()
 	}
 	store, locker, closeStore, err := openSessions(cfg.Sessions)
 	if err != nil {
@@ -116,7 +121,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	}
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, BodyReadTimeout: cfg.Server.BodyReadTimeout, WriteTimeout: cfg.Server.WriteTimeout,
+		KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
 		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention})
 	if err != nil {
@@ -137,7 +143,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		defer stopPprof()
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// The body read and write deadlines are set per request by the gateway
+	// (they must spare event streams); the server bounds the headers and
+	// idle keep-alive connections, and the listener the open connections.
+	ln = netutil.LimitListener(ln, cfg.Server.MaxConnections)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.Server.IdleTimeout}
 	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
 	// Reloads: SIGHUP, and changes of the file unless server.watch_config
 	// is false.
