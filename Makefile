@@ -26,6 +26,7 @@ bench:
 FUZZTIME ?= 20s
 FUZZ_TARGETS = \
 	./gateway/openaiwire:FuzzDecodeRequest \
+	./gateway/openaiwire:FuzzAppendString \
 	./gateway:FuzzChatCompletionsBody \
 	./gateway:FuzzNativeRunBody \
 	./gateway:FuzzA2ARequestBody \
@@ -36,6 +37,7 @@ FUZZ_TARGETS = \
 	./agentcore/model/openai:FuzzDecode \
 	./agentcore/model/gemini:FuzzDecodeChunk \
 	./agentcore:FuzzInjectState \
+	./agentcore:FuzzRedactParts \
 	./auth:FuzzAuthenticate \
 	./auth:FuzzVerifyToken
 
