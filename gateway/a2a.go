@@ -463,7 +463,7 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		go s.driveRun(runCtx, &turn.turn, sink)
 		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(nil)}, v))
 	case stream:
-		st := &a2aStream{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, w: startSSE(c.Writer, nil)}
+		st := &a2aStream{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, w: startSSE(c.Writer, nil, &turn.pace)}
 		_ = st.send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}) // a client gone shows at the next write
 		s.driveRun(runCtx, &turn.turn, st)
 	default:

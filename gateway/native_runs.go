@@ -175,7 +175,7 @@ func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
 	case err != nil:
 		return err
 	}
-	a := &attached{w: startSSE(c.Writer, nil), inv: inv, next: after + 1, cancel: cancel}
+	a := &attached{w: startSSE(c.Writer, nil, nil), inv: inv, next: after + 1, cancel: cancel}
 	frames := func(yield func(*sessions.Event, error) bool) {
 		for _, f := range first {
 			if !yield(f.Event, nil) {

@@ -385,7 +385,7 @@ func (cs *chatStream) start() {
 		if cs.turn.echoSession {
 			hdr = map[string]string{"X-Session-Id": cs.turn.sessionID}
 		}
-		cs.w = newSSE(cs.c.Writer, hdr)
+		cs.w = newSSE(cs.c.Writer, hdr, &cs.turn.pace)
 	}
 }
 

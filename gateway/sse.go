@@ -7,27 +7,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/sessions"
 )
 
-// sseWriter writes a text/event-stream response, one flush per frame.
+// sseWriter writes a text/event-stream response, one flush per frame, or
+// fewer when the turn's pacer holds a flush back (see pacer).
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	pace *pacer // nil: every frame flushed
 }
 
 // startSSE sends the status and streaming headers. extra headers are set
-// before the status goes out.
-func startSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
-	s := newSSE(w, extra)
+// before the status goes out. pace may be nil.
+func startSSE(w http.ResponseWriter, extra map[string]string, pace *pacer) *sseWriter {
+	s := newSSE(w, extra, pace)
 	_ = s.rc.Flush()
 	return s
 }
 
 // newSSE is startSSE without the flush: the headers go out with the first
 // frame. A stream has no write deadline: it lasts as long as its turn, and
-// its keepalives find a client that went away.
-func newSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
+// its keepalives find a client that went away. pace may be nil.
+func newSSE(w http.ResponseWriter, extra map[string]string, pace *pacer) *sseWriter {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	h := w.Header()
@@ -40,7 +43,7 @@ func newSSE(w http.ResponseWriter, extra map[string]string) *sseWriter {
 		h.Set(k, v)
 	}
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: rc}
+	return &sseWriter{w: w, rc: rc, pace: pace}
 }
 
 // data writes one "data: <payload>\n\n" frame and flushes it.
@@ -49,16 +52,13 @@ func (s *sseWriter) data(payload []byte) error {
 	buf = append(buf, "data: "...)
 	buf = append(buf, payload...)
 	buf = append(buf, '\n', '\n')
-	if _, err := s.w.Write(buf); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.frame(buf)
 }
 
 // idData writes an id-only block, "id: <id>\n\n", and the data block
-// "data: <payload>\n\n" in one write and flushes them: EventSource gives
-// the id to the data after it, and clients that accept only one-line
-// data blocks skip the id block. Without an id it is data.
+// "data: <payload>\n\n" in one write and flushes them (as frame does):
+// EventSource gives the id to the data after it, and clients that accept
+// only one-line data blocks skip the id block. Without an id it is data.
 func (s *sseWriter) idData(id string, payload []byte) error {
 	if id == "" {
 		return s.data(payload)
@@ -69,26 +69,69 @@ func (s *sseWriter) idData(id string, payload []byte) error {
 	buf = append(buf, "\n\ndata: "...)
 	buf = append(buf, payload...)
 	buf = append(buf, '\n', '\n')
-	if _, err := s.w.Write(buf); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.frame(buf)
 }
 
-// frame writes bytes that are already a whole SSE frame and flushes them.
-func (s *sseWriter) frame(b []byte) error {
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
+// frame writes bytes that are already a whole SSE frame and flushes them,
+// unless the pacer holds the flush back.
+func (s *sseWriter) frame(b []byte) error { return s.write(b, true) }
 
 // comment writes a ": text" comment line (a keepalive) and flushes it.
 func (s *sseWriter) comment(text string) error {
-	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
+	return s.write([]byte(": "+text+"\n\n"), false)
+}
+
+// write writes b and flushes it, or, if it may be held, leaves the flush
+// to the pacer when the model has more at hand.
+func (s *sseWriter) write(b []byte, mayHold bool) error {
+	if p := s.pace; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
+	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
+	if p := s.pace; p != nil {
+		if p.more && mayHold {
+			p.more, p.held = false, s
+			return nil
+		}
+		p.held = nil
+	}
 	return s.rc.Flush()
+}
+
+// pacer is a streamed turn's model.Pacer: a frame written for a partial
+// response the model says is followed by more it has already read is not
+// flushed; the next frame's flush, or the model's Waiting before it reads
+// the network again or ends its stream, sends it. Nothing waits for a
+// flush: a delta that arrived alone is flushed before the model reads on,
+// and so before its successor exists. mu serialises the writer between
+// the pump and the model calls that may run on goroutines of their own.
+type pacer struct {
+	mu   sync.Mutex
+	more bool       // the latest partial response has more read after it
+	held *sseWriter // written and not flushed
+}
+
+var _ model.Pacer = (*pacer)(nil)
+
+// Buffered implements model.Pacer.
+func (p *pacer) Buffered(more bool) {
+	p.mu.Lock()
+	p.more = more
+	p.mu.Unlock()
+}
+
+// Waiting implements model.Pacer: it flushes what was held.
+func (p *pacer) Waiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.more = false
+	if w := p.held; w != nil {
+		p.held = nil
+		_ = w.rc.Flush() // a client gone shows at the next write
+	}
 }
 
 // pumped is the consumer pump drives: event takes each event of the run,

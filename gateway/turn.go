@@ -22,6 +22,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -110,6 +111,9 @@ type turn struct {
 	// errSeq is the number of the run's last frame, the error event it
 	// ended with, once it failed (-1 when it has none).
 	errSeq int64
+	// pace coalesces a streamed turn's flushes (its writer's and its
+	// model calls' Pacer).
+	pace pacer
 }
 
 var _ pumped = (*turn)(nil)
@@ -269,10 +273,16 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 // driveRun runs a started turn into sink on the calling goroutine: events,
 // then persist, release, end, and the run's finish, in that order.
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
-	t.run, t.sink = t.runner.Run(ctx, t.req), sink
+	t.sink = sink
 	_, t.ownLog = sink.(frameLogger)
+	_, streamed := sink.(streamSink)
+	if streamed {
+		t.run = t.runner.Run(model.WithPacer(ctx, &t.pace), t.req)
+	} else {
+		t.run = t.runner.Run(ctx, t.req)
+	}
 	var err error
-	if _, ok := sink.(streamSink); ok {
+	if streamed {
 		err = pump(ctx, t, t.run.Events(), s.cfg.KeepaliveInterval)
 	} else {
 		err = drain(ctx, t.run.Events(), t)

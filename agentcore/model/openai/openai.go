@@ -268,13 +268,30 @@ func (c *call) stream(ctx context.Context, body []byte, yield func(*model.Respon
 		yield(nil, err)
 		return
 	}
+	// A pacer (the gateway's stream writer) holds a delta's flush while
+	// the next chunk is already read, and flushes before each read of
+	// the body and at the end of the stream.
+	pace := model.PacerFrom(ctx)
+	if raw != nil {
+		raw.Body = wire.PacedBody(raw.Body, pace)
+	}
 	s := newChunkStream(raw)
 	defer s.close()
 	var st streamState
 	for s.next() {
-		if r := st.add(&s.cur); r != nil && !yield(r, nil) {
+		r := st.add(&s.cur)
+		if r == nil {
+			continue
+		}
+		if pace != nil {
+			pace.Buffered(s.sse.Buffered() > 0)
+		}
+		if !yield(r, nil) {
 			return
 		}
+	}
+	if pace != nil {
+		pace.Waiting()
 	}
 	if s.err != nil {
 		yield(nil, c.failure(ctx, s.err, raw, st.produced))

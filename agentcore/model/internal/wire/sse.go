@@ -141,6 +141,10 @@ func (s *SSEReader) line() ([]byte, error) {
 	}
 }
 
+// Buffered reports how many bytes of the body are read and not yet
+// returned: more than none means Next may return without reading.
+func (s *SSEReader) Buffered() int { return s.r.Buffered() }
+
 // Event returns the name of the event Next returned last ("" for none).
 func (s *SSEReader) Event() string { return s.event }
 
