@@ -315,7 +315,8 @@ type Run struct {
 	cancelled error // the cause given to Cancel, if any
 	err       error
 	done      chan struct{} // made when first asked for
-	over      bool
+	over      bool          // Finish has begun: the status is final
+	closed    bool          // Finish has ended: done is (to be) closed
 }
 
 // ID returns the run's id; empty until it is known.
@@ -434,9 +435,6 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	}
 	run.err = err
 	run.info.Updated, run.info.Ended = now, now
-	if run.done != nil {
-		close(run.done)
-	}
 	id := run.info.ID
 	run.mu.Unlock()
 	run.cancel(nil)
@@ -444,6 +442,14 @@ func (run *Run) Finish(ctx context.Context, err error) {
 		_ = log.End(context.WithoutCancel(ctx), id)
 	}
 	run.reg.finished(run, id)
+	// Done closes last: whoever waits on it sees the log ended and the
+	// registry no longer counting the run as live.
+	run.mu.Lock()
+	run.closed = true
+	if run.done != nil {
+		close(run.done)
+	}
+	run.mu.Unlock()
 }
 
 // Err is what the run ended with (nil while it runs, or when it
@@ -460,7 +466,7 @@ func (run *Run) Done() <-chan struct{} {
 	defer run.mu.Unlock()
 	if run.done == nil {
 		run.done = make(chan struct{})
-		if run.over {
+		if run.closed {
 			close(run.done)
 		}
 	}
