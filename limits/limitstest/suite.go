@@ -5,6 +5,7 @@ package limitstest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,34 @@ func Run(t *testing.T, newLimiter func(t *testing.T) limits.Limiter) {
 		admit(t, l, strict).End(0)
 		c.End(0)
 		d.End(0)
+	})
+	t.Run("RacingAdmissionsStayWithinTheLimit", func(t *testing.T) {
+		l := newLimiter(t)
+		r := limits.Request{User: "u", Model: "m", Global: limits.Values{ConcurrentTurns: 3, RequestsPerMinute: 5}}
+		var mu sync.Mutex
+		var slots []limits.Slot
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if s, err := l.Admit(context.Background(), r); err == nil {
+					mu.Lock()
+					slots = append(slots, s)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(slots) != 3 {
+			t.Fatalf("%d of 16 racing turns admitted, want 3", len(slots))
+		}
+		for _, s := range slots {
+			s.End(0)
+		}
+		admit(t, l, r).End(0)
+		admit(t, l, r).End(0)
+		refused(t, l, r, limits.RequestsPerMinute, false, limits.MinuteWindow)
 	})
 	t.Run("ARefusalCountsNothing", func(t *testing.T) {
 		l := newLimiter(t)

@@ -1,11 +1,13 @@
 package redis
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/limits/limitstest"
+	"github.com/agentgate/agentgate/sessions"
 )
 
 func TestLimiterConformance(t *testing.T) {
@@ -54,5 +56,15 @@ func TestLimiterTurnLeaseExpiresWhenHolderDies(t *testing.T) {
 			t.Fatalf("the dead holder's turn is still counted: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With Redis down a turn is neither admitted nor refused by a limit: the
+// store is unavailable (503 at the gateway).
+func TestLimiterRedisDown(t *testing.T) {
+	s := newStore(t, Config{URL: "redis://127.0.0.1:" + itoa(freePort(t)) + "/0?" + fastFail})
+	_, err := s.Limiter().Admit(t.Context(), limits.Request{User: "u", Model: "m", Global: limits.Values{ConcurrentTurns: 1}})
+	if !errors.Is(err, sessions.ErrUnavailable) {
+		t.Fatalf("Admit with Redis down: %v, want ErrUnavailable", err)
 	}
 }
