@@ -65,3 +65,10 @@ func TestMemoryWindows(t *testing.T) {
 		t.Fatalf("a day after the tokens: refused by %s", name)
 	}
 }
+
+// BenchmarkMemoryAdmit measures one turn's admission and end with every
+// limit set, both scopes.
+func BenchmarkMemoryAdmit(b *testing.B) {
+	l := limits.NewMemory(nil)
+	limitstest.Bench(b, l)
+}

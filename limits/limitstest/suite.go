@@ -134,3 +134,18 @@ func refused(t *testing.T, l limits.Limiter, r limits.Request, limit string, per
 		t.Fatalf("refused with %+v, want limit %s, per model %v, retry after in (0, %v]", ex, limit, perModel, most)
 	}
 }
+
+// Bench measures l admitting and ending one turn with every limit set, in
+// both scopes (none of them reached).
+func Bench(b *testing.B, l limits.Limiter) {
+	v := limits.Values{ConcurrentTurns: 1 << 30, RequestsPerMinute: 1 << 40, TokensPerDay: 1 << 40}
+	r := limits.Request{User: "u", Model: "m", Global: v, PerModel: v}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := l.Admit(context.Background(), r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.End(15)
+	}
+}

@@ -68,3 +68,10 @@ func TestLimiterRedisDown(t *testing.T) {
 		t.Fatalf("Admit with Redis down: %v, want ErrUnavailable", err)
 	}
 }
+
+// BenchmarkLimiterAdmit measures one turn's admission and end with every
+// limit set, both scopes: two round trips to a private Redis.
+func BenchmarkLimiterAdmit(b *testing.B) {
+	l := newStore(b, Config{URL: startServer(b).URL("")}).Limiter()
+	limitstest.Bench(b, l)
+}
