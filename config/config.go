@@ -19,16 +19,20 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/limits"
 )
 
 // Config is the whole configuration file.
 type Config struct {
-	Server    Server              `yaml:"server"`
-	Sessions  Sessions            `yaml:"sessions"`
-	Runs      Runs                `yaml:"runs"`
-	Auth      Auth                `yaml:"auth"`
-	Log       Log                 `yaml:"log"`
-	Telemetry Telemetry           `yaml:"telemetry"`
+	Server    Server    `yaml:"server"`
+	Sessions  Sessions  `yaml:"sessions"`
+	Runs      Runs      `yaml:"runs"`
+	Auth      Auth      `yaml:"auth"`
+	Log       Log       `yaml:"log"`
+	Telemetry Telemetry `yaml:"telemetry"`
+	// Limits bounds each user's turns over all models (models[].limits
+	// bound them per model); absent: no limits.
+	Limits    *limits.Limits      `yaml:"limits"`
 	Providers []spec.Provider     `yaml:"providers"`
 	Agents    []spec.Agent        `yaml:"agents"`
 	Models    []spec.VirtualModel `yaml:"models"`
@@ -384,6 +388,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Telemetry.KeepSpans < 0 {
 		bad("telemetry.keep_spans", "must not be negative")
+	}
+	if err := c.Limits.Validate("limits"); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.Auth.Mode {
 	case "none":

@@ -68,6 +68,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad public url", "server:\n  public_url: not a url\n", []string{"server.public_url"}},
 		{"bad telemetry", "telemetry:\n  otlp_endpoint: collector:4318\n  sample_ratio: 2\n  keep_spans: -1\n",
 			[]string{"telemetry.otlp_endpoint", "telemetry.sample_ratio", "telemetry.keep_spans"}},
+		{"bad limits", "limits:\n  concurrent_turns: 0\n  requests_per_minute: -5\n  tokens_per_day: many\n",
+			[]string{"limits.tokens_per_day", "many"}},
+		{"bad limit values", "limits:\n  concurrent_turns: 0\n  requests_per_minute: -5\n",
+			[]string{"limits.concurrent_turns: must be at least 1 (leave it out for no limit), got 0", "limits.requests_per_minute: must be at least 1"}},
 		{"negative max sessions", "sessions:\n  max_sessions: -1\n", []string{"sessions.max_sessions: must not be negative (0: no bound), got -1"}},
 		{"max sessions not a number", "sessions:\n  max_sessions: many\n", []string{"max_sessions", "many"}},
 	} {

@@ -442,6 +442,9 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	}
 	turn, err := s.a2aBegin(c.Request.Context(), a, &p, stream)
 	if err != nil {
+		if rpcFailLimited(c, req.ID, err) {
+			return
+		}
 		rpcFail(c, req.ID, rpcErrorOf(err))
 		return
 	}

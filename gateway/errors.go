@@ -14,6 +14,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/auth"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
+	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -57,6 +58,10 @@ func classify(err error) *apiError {
 			msg = "Missing bearer token: send the header Authorization: Bearer <token>."
 		}
 		return &apiError{status: http.StatusUnauthorized, kind: "invalid_request_error", code: "invalid_api_key", message: msg}
+	}
+	var exceeded *limits.ExceededError
+	if errors.As(err, &exceeded) {
+		return limitError(exceeded)
 	}
 	var denied *modelDeniedError
 	if errors.As(err, &denied) {
@@ -160,7 +165,7 @@ func modelError(me *model.Error) *apiError {
 func writeOpenAIError(c *gin.Context, e *apiError) {
 	setUnauthorized(c, e.status)
 	if e.retryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+		c.Header("Retry-After", strconv.Itoa(retrySeconds(e.retryAfter)))
 	} else if e.status == http.StatusTooManyRequests {
 		c.Header("Retry-After", "1")
 	}
@@ -175,7 +180,7 @@ func toWire(e *apiError) *openaiwire.Error {
 func writeNativeError(c *gin.Context, e *apiError) {
 	setUnauthorized(c, e.status)
 	if e.retryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+		c.Header("Retry-After", strconv.Itoa(retrySeconds(e.retryAfter)))
 	}
 	c.JSON(e.status, gin.H{"error": e.message})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/memory"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 	"github.com/agentgate/agentgate/telemetry"
@@ -85,6 +86,12 @@ type Config struct {
 	// the trace context of incoming requests and serves the recent spans on
 	// ADK's debug routes; see trace.go.
 	Telemetry *telemetry.Telemetry
+	// Limits are each user's limits over all models (a model's own are in
+	// its catalog entry); zero: none.
+	Limits limits.Values
+	// Limiter counts the turns against the limits; default: an
+	// in-process one (limits.NewMemory), enough for one replica.
+	Limiter limits.Limiter
 	// Now and NewID replace the clock and id generator (tests).
 	Now   func() time.Time
 	NewID func() string
@@ -174,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = limits.NewMemory(nil)
 	}
 	if cfg.Memory == nil {
 		cfg.Memory = memory.NewInMemory()

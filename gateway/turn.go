@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -94,6 +95,9 @@ type turn struct {
 	// release lets go of the session's lock (a no-op when there is none);
 	// the lifecycle calls it exactly once.
 	release func()
+	// slot is the turn's place in its user's limits, ended with the
+	// turn's tokens once it ran (see limits.go).
+	slot limits.Slot
 
 	runID     string
 	retention time.Duration
@@ -121,9 +125,10 @@ var _ pumped = (*turn)(nil)
 func noRelease() {}
 
 // beginTurn decides the turn d describes into t: on success t's session
-// is locked (when it is stored) and t.release must be called, which
-// runTurn or startRun does; on error nothing is held.
-func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnHooks) error {
+// is locked (when it is stored), the user's limits admitted it, and
+// t.release and t.slot must be let go of, which runTurn or startRun does;
+// on error nothing is held.
+func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnHooks) (err error) {
 	a := d.app
 	if err := allowModel(ctx, a.ID); err != nil {
 		return err
@@ -149,6 +154,16 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	if err != nil {
 		return err
 	}
+	// The limits count a turn that was understood, before it waits for
+	// its session.
+	if t.slot, err = s.admitTurn(ctx, a, user); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			t.slot.End(0)
+		}
+	}()
 	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
 	t.runID, t.retention, t.value = d.runID, d.retention, d.value
 	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
@@ -264,6 +279,7 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 		Retention: max(t.retention, runIndexRetention), Value: t.value})
 	if err != nil {
 		t.release()
+		t.slot.End(0)
 		return nil, err
 	}
 	t.rec, t.named, t.errSeq = rec, t.runID != "", -1
@@ -271,7 +287,8 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 }
 
 // driveRun runs a started turn into sink on the calling goroutine: events,
-// then persist, release, end, and the run's finish, in that order.
+// then persist, release (the session's lock, then the turn's limits
+// slot), end, and the run's finish, in that order.
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.sink = sink
 	_, t.ownLog = sink.(frameLogger)
@@ -291,6 +308,7 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 		err = p.persist(ctx)
 	}
 	t.release()
+	t.slot.End(tokensOf(t.run.Usage()))
 	if err != nil {
 		t.errSeq = t.logError(err)
 	}

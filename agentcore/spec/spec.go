@@ -18,6 +18,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/model/scripted"
+	"github.com/agentgate/agentgate/limits"
 )
 
 // Provider is one configured model provider.
@@ -155,6 +156,9 @@ type VirtualModel struct {
 	ClientInstructions string `yaml:"client_instructions"`
 	// Compaction summarizes the model's long sessions (off when absent).
 	Compaction *CompactionSpec `yaml:"compaction"`
+	// Limits bounds each user's turns on this model, besides the global
+	// limits (the stricter applies); absent: none of its own.
+	Limits *limits.Limits `yaml:"limits"`
 }
 
 // CompactionSpec is a virtual model's session compaction: every Interval
@@ -211,6 +215,8 @@ type App struct {
 	// Compaction is the model's session compaction, nil when off; the
 	// caller adds the Locker.
 	Compaction *agentcore.Compaction
+	// Limits are the model's own per-user limits (zero: none).
+	Limits limits.Values
 	// ClientActions maps the name shown to clients
 	// ("<agent>__<action>" for agents below the root) to the action's
 	// agent and function name.
@@ -283,6 +289,9 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		default:
 			b.errf("%s.on_disconnect: must be cancel or continue, not %q", key, m.OnDisconnect)
 		}
+		if err := m.Limits.Validate(key + ".limits"); err != nil {
+			b.errs = append(b.errs, err)
+		}
 		root := b.agents[m.Agent]
 		if root == nil {
 			continue // its own errors were reported
@@ -293,7 +302,7 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		}
 		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
 			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent),
-			AppendClientInstructions: m.ClientInstructions == "append", ContinueOnDisconnect: m.OnDisconnect == "continue"}
+			AppendClientInstructions: m.ClientInstructions == "append", ContinueOnDisconnect: m.OnDisconnect == "continue", Limits: m.Limits.Values()}
 		if app.Description == "" {
 			app.Description = root.Description()
 		}

@@ -37,6 +37,7 @@ import (
 	"github.com/agentgate/agentgate/config"
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/sessions"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
@@ -114,6 +115,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	defer closeStore()
+	// The limits are shared by the replicas when the sessions are (Redis),
+	// else counted in this process (gateway.Config's default).
+	var limiter limits.Limiter
+	if rs, ok := store.(*sessionsredis.Store); ok {
+		limiter = rs.Limiter()
+	}
 
 	mx, err := metrics.New(metrics.Config{Spec: cfg.Spec()})
 	if err != nil {
@@ -124,7 +131,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, BodyReadTimeout: cfg.Server.BodyReadTimeout, WriteTimeout: cfg.Server.WriteTimeout,
 		KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
-		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention})
+		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention,
+		Limits: cfg.Limits.Values(), Limiter: limiter})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

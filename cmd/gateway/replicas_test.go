@@ -83,6 +83,14 @@ func buildGateway(t *testing.T) string {
 // startGateway runs the binary on a free port with env and returns its URL.
 func startGateway(t *testing.T, bin, config string, env ...string) string {
 	t.Helper()
+	url, _ := startGatewayProcess(t, bin, config, env...)
+	return url
+}
+
+// startGatewayProcess is startGateway that also returns the process, for a
+// test to kill.
+func startGatewayProcess(t *testing.T, bin, config string, env ...string) (string, *os.Process) {
+	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(bin, "-config", config, "-addr", addr)
 	cmd.Env = append(os.Environ(), env...)
@@ -93,7 +101,7 @@ func startGateway(t *testing.T, bin, config string, env ...string) string {
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	waitTCP(t, addr)
-	return "http://" + addr
+	return "http://" + addr, cmd.Process
 }
 
 const replicaConfig = `
@@ -112,7 +120,14 @@ models:
 
 func chat(t *testing.T, base, session, text string) (int, string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"model":"desk","messages":[{"role":"user","content":%q}]}`, text)
+	resp, body := postChat(t, base, session, fmt.Sprintf(`{"model":"desk","messages":[{"role":"user","content":%q}]}`, text))
+	return resp.StatusCode, string(body)
+}
+
+// postChat posts a chat completion on session; it returns the response
+// (its body read and closed) and the body.
+func postChat(t *testing.T, base, session, body string) (*http.Response, []byte) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Session-Id", session)
@@ -122,7 +137,7 @@ func chat(t *testing.T, base, session, text string) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, b
 }
 
 // Two gateway processes sharing one Redis serve one session alternately;

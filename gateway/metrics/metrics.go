@@ -24,6 +24,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/spec"
+	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -58,6 +59,7 @@ type Metrics struct {
 	toolDuration  *prometheus.HistogramVec
 	transfers     *prometheus.CounterVec
 	compactions   *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
 
 	storeOps      *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
@@ -132,6 +134,9 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Transfers of control between agents."}, []string{"from", "to"}),
 		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "compactions_total",
 			Help: "Session compactions by virtual model and outcome: stored, failed (retried after the next turn), skipped."}, []string{"model", "outcome"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "limit_refusals_total",
+			Help: "Turns refused by a user's limits (429), by limit (concurrent_turns, requests_per_minute, tokens_per_day) and virtual model."},
+			[]string{"limit", "model"}),
 		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "session_store_operations_total",
 			Help: "Session-store operations by operation and outcome (ok, not_found, exists, conflict, invalid, unavailable, canceled, error)."},
 			[]string{"op", "outcome"}),
@@ -139,7 +144,7 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
 	}
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
-		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.compactions, m.storeOps, m.storeDuration,
+		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.compactions, m.refusals, m.storeOps, m.storeDuration,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_held",
 			Help: "Top-level sessions (each with its sub-conversations) held by the in-memory store, bounded by sessions.max_sessions."},
 			m.bounded.sum(func(st sessions.StoreStats) uint64 { return uint64(st.Sessions) }, true)),
@@ -286,6 +291,17 @@ func (m *Metrics) Compaction(app, outcome string) {
 		outcome = Other
 	}
 	m.compactions.WithLabelValues(m.Model(app), outcome).Inc()
+}
+
+// LimitRefused counts a turn on the virtual model app refused by the
+// user's limit (limits.ConcurrentTurns, RequestsPerMinute, TokensPerDay).
+func (m *Metrics) LimitRefused(limit, app string) {
+	switch limit {
+	case limits.ConcurrentTurns, limits.RequestsPerMinute, limits.TokensPerDay:
+	default:
+		limit = Other
+	}
+	m.refusals.WithLabelValues(limit, m.Model(app)).Inc()
 }
 
 // modelOutcome names how a model call ended: ok, canceled, or the

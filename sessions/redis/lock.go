@@ -151,12 +151,55 @@ type heldLease struct {
 	s          *Store
 	key, token string
 	released   atomic.Bool // released with a write
+	renewal
+	once sync.Once
+}
 
+// renewal renews something held (a lease) from a timer until stopped.
+type renewal struct {
 	mu       sync.Mutex // guards stopped and timer's resets
 	stopped  bool
-	timer    *time.Timer
-	renewing sync.WaitGroup // a renewal under way
-	once     sync.Once
+	timer    *time.Timer // nil: nothing to renew
+	renewing sync.WaitGroup
+}
+
+// tick runs one renewal, extend, on the timer's goroutine unless stopped,
+// and sets the timer for the next one unless extend reports that what it
+// renews is lost.
+func (r *renewal) tick(every time.Duration, extend func(context.Context) bool) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.renewing.Add(1)
+	r.mu.Unlock()
+	defer r.renewing.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	again := extend(ctx)
+	cancel()
+	if !again {
+		return
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		r.timer.Reset(every)
+	}
+	r.mu.Unlock()
+}
+
+// stop ends the renewals, a renewal under way first; it reports whether
+// this call stopped them (false: an earlier one did).
+func (r *renewal) stop() bool {
+	r.mu.Lock()
+	first := !r.stopped
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	r.renewing.Wait()
+	return first
 }
 
 var _ sessions.Lease = (*heldLease)(nil)
@@ -176,25 +219,9 @@ func (l *heldLease) every() time.Duration { return l.s.lockTTL / 3 }
 // renew extends the lease, on the timer's goroutine, and sets the timer
 // for the next renewal.
 func (l *heldLease) renew() {
-	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return
-	}
-	l.renewing.Add(1)
-	l.mu.Unlock()
-	defer l.renewing.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), l.every())
-	err := l.extend(ctx)
-	cancel()
-	if errors.Is(err, sessions.ErrConflict) {
-		return // the lease expired and may be someone else's now
-	}
-	l.mu.Lock()
-	if !l.stopped {
-		l.timer.Reset(l.every())
-	}
-	l.mu.Unlock()
+	l.tick(l.every(), func(ctx context.Context) bool {
+		return !errors.Is(l.extend(ctx), sessions.ErrConflict) // else expired, maybe someone else's now
+	})
 }
 
 // extend runs the renewal script: an error wrapping ErrConflict when the
@@ -235,13 +262,4 @@ func (l *heldLease) Release() {
 		defer cancel()
 		_ = releaseScript.Run(ctx, l.s.client, []string{l.key}, l.token).Err()
 	})
-}
-
-// stop ends the renewals; a renewal under way ends first.
-func (l *heldLease) stop() {
-	l.mu.Lock()
-	l.stopped = true
-	l.timer.Stop()
-	l.mu.Unlock()
-	l.renewing.Wait()
 }
