@@ -1,0 +1,381 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"go.uber.org/goleak"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/gateway/openaiwire/responsescheck"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// respond posts a non-streamed /v1/responses body, checks a 200's body
+// against the specification and returns the status and the decoded body.
+func (f *fixture) respond(body string, headers ...string) (int, map[string]any) {
+	f.t.Helper()
+	resp := f.post("/v1/responses", body, headers...)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		if err := responsescheck.Response(raw); err != nil {
+			f.t.Errorf("response against the specification: %v\n%s", err, raw)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		f.t.Fatalf("decode %s: %v", raw, err)
+	}
+	return resp.StatusCode, m
+}
+
+// respondStream posts a streamed /v1/responses body, checks the stream
+// against the specification and returns its frames.
+func (f *fixture) respondStream(body string) []responsescheck.Frame {
+	f.t.Helper()
+	resp := f.post("/v1/responses", body)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		f.t.Fatalf("stream: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	}
+	if err := responsescheck.Stream(raw); err != nil {
+		f.t.Errorf("stream against the specification: %v\n%s", err, raw)
+	}
+	return responsescheck.Frames(raw)
+}
+
+// get sends a request without a body and returns the status and the
+// decoded body.
+func (f *fixture) call(method, path string) (int, map[string]any) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, decode(f.t, resp.Body)
+}
+
+// outputText joins the text of a response's message items.
+func outputText(resp map[string]any) string {
+	var b strings.Builder
+	for _, it := range resp["output"].([]any) {
+		item := it.(map[string]any)
+		if item["type"] != "message" {
+			continue
+		}
+		for _, p := range item["content"].([]any) {
+			b.WriteString(p.(map[string]any)["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+func sessionOf(resp map[string]any) string {
+	s, _ := resp["agentgate"].(map[string]any)["session_id"].(string)
+	return s
+}
+
+func TestResponsesCreateGetDelete(t *testing.T) {
+	f := newFixture(t, nil)
+	status, resp := f.respond(`{"model":"desk","input":"hello there","metadata":{"k":"v"}}`)
+	if status != 200 {
+		t.Fatalf("create: %d %v", status, resp)
+	}
+	if resp["status"] != "completed" || outputText(resp) != "Hello from the greeter!" {
+		t.Errorf("response %v", resp)
+	}
+	ext := resp["agentgate"].(map[string]any)
+	if tr := ext["transfers"].([]any); len(tr) != 1 || tr[0].(map[string]any)["to"] != "greeter" {
+		t.Errorf("transfers %v", ext["transfers"])
+	}
+	item := resp["output"].([]any)[0].(map[string]any)["agentgate"].(map[string]any)
+	if item["author"] != "greeter" || item["transferred_from"] != "coordinator" {
+		t.Errorf("item extension %v", item)
+	}
+	if resp["metadata"].(map[string]any)["k"] != "v" {
+		t.Errorf("metadata %v", resp["metadata"])
+	}
+	id := resp["id"].(string)
+	sid := sessionOf(resp)
+	if sid == "" {
+		t.Fatal("a stored response names its session")
+	}
+	stored, err := f.store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: sid})
+	if err != nil || len(stored.Events) == 0 {
+		t.Fatalf("session %s: %v", sid, err)
+	}
+
+	status, got := f.call(http.MethodGet, "/v1/responses/"+id)
+	if status != 200 || got["id"] != id || outputText(got) != outputText(resp) {
+		t.Errorf("GET: %d %v", status, got)
+	}
+	status, items := f.call(http.MethodGet, "/v1/responses/"+id+"/input_items")
+	data, _ := items["data"].([]any)
+	if status != 200 || items["object"] != "list" || len(data) != 1 || items["has_more"] != false {
+		t.Fatalf("input_items: %d %v", status, items)
+	}
+	first := data[0].(map[string]any)
+	if first["type"] != "message" || first["role"] != "user" || first["id"] == "" || items["first_id"] != first["id"] {
+		t.Errorf("input item %v", first)
+	}
+
+	status, del := f.call(http.MethodDelete, "/v1/responses/"+id)
+	if status != 200 || del["deleted"] != true || del["object"] != "response.deleted" || del["id"] != id {
+		t.Errorf("DELETE: %d %v", status, del)
+	}
+	for _, path := range []string{"/v1/responses/" + id, "/v1/responses/resp_unknown", "/v1/responses/" + id + "/input_items"} {
+		status, e := f.call(http.MethodGet, path)
+		if status != 404 || e["error"].(map[string]any)["type"] != "invalid_request_error" {
+			t.Errorf("GET %s after delete: %d %v", path, status, e)
+		}
+	}
+	if _, err := f.store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: sid}); err != nil {
+		t.Errorf("deleting a response keeps its conversation: %v", err)
+	}
+}
+
+func TestResponsesClientErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		body   string
+		status int
+		param  string
+	}{
+		{`{"model":"nope","input":"x"}`, 404, ""},
+		{`{"model":"desk"}`, 400, "input"},
+		{`{"model":"desk","input":5}`, 400, "input"},
+		{`{"model":"desk","input":"x","previous_response_id":"resp_gone"}`, 400, "previous_response_id"},
+		{`{"model":"desk","input":[{"type":"item_reference","id":"msg_gone"}]}`, 400, "input[0].id"},
+		{`{"model":"desk","input":"x","store":false,"conversation":"c1"}`, 400, "store"},
+		{`{"model":"desk","input":[{"type":"function_call_output","call_id":"call_unknown","output":"{}"}]}`, 400, ""},
+		{`{"model":"desk","input":"x","tools":[{"type":"web_search"}]}`, 400, "tools[0].type"},
+	} {
+		status, e := f.respond(tc.body)
+		eo, _ := e["error"].(map[string]any)
+		if status != tc.status || eo == nil || tc.param != "" && eo["param"] != tc.param {
+			t.Errorf("%s: %d %v", tc.body, status, e)
+		}
+	}
+}
+
+func TestResponsesStream(t *testing.T) {
+	f := newFixture(t, nil)
+	frames := f.respondStream(`{"model":"desk","input":"hello","stream":true}`)
+	var types []string
+	var text strings.Builder
+	for _, fr := range frames {
+		types = append(types, fr.Event)
+		if fr.Event == "response.output_text.delta" {
+			var ev struct{ Delta string }
+			_ = json.Unmarshal(fr.Data, &ev)
+			text.WriteString(ev.Delta)
+		}
+	}
+	if types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+		t.Errorf("events %v", types)
+	}
+	if text.String() != "Hello from the greeter!" {
+		t.Errorf("deltas %q", text.String())
+	}
+	var done struct{ Response map[string]any }
+	_ = json.Unmarshal(frames[len(frames)-1].Data, &done)
+	status, got := f.call(http.MethodGet, "/v1/responses/"+done.Response["id"].(string))
+	if status != 200 || outputText(got) != "Hello from the greeter!" {
+		t.Errorf("stored streamed response: %d %v", status, got)
+	}
+}
+
+func TestResponsesStreamFailsAfterStart(t *testing.T) {
+	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		if !yield(&model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "par"}}}}, nil) {
+			return
+		}
+		yield(nil, &model.Error{Status: 500, Message: "upstream broke"})
+	})
+	frames := f.respondStream(`{"model":"fake","input":"x","stream":true}`)
+	last := frames[len(frames)-1]
+	if last.Event != "response.failed" || !bytes.Contains(last.Data, []byte(`"status":"failed"`)) {
+		t.Errorf("last event %s %s", last.Event, last.Data)
+	}
+}
+
+func TestResponsesStreamDisconnectCancels(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	f := newFixture(t, partialThenWait(started, cancelled))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/v1/responses", strings.NewReader(`{"model":"fake","input":"x","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	resp.Body.Close()
+	<-cancelled
+	waitFor(t, "the run to end", func() bool { return f.gw.RunRegistry().Live() == 0 })
+	f.srv.Close()
+}
+
+func TestResponsesPreviousResponseAndBranch(t *testing.T) {
+	f := newFixture(t, nil)
+	_, r1 := f.respond(`{"model":"desk","input":"one"}`)
+	_, r2 := f.respond(`{"model":"desk","input":"two","previous_response_id":"` + r1["id"].(string) + `"}`)
+	sid := sessionOf(r1)
+	if sessionOf(r2) != sid || outputText(r2) != "Coordinator here. You said: two" {
+		t.Fatalf("continued: %v", r2)
+	}
+	if r2["previous_response_id"] != r1["id"] {
+		t.Errorf("previous_response_id echoed %v", r2["previous_response_id"])
+	}
+	before, _ := f.store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: sid})
+	// r1 is no longer the latest: continuing it branches.
+	_, r3 := f.respond(`{"model":"desk","input":"three","previous_response_id":"` + r1["id"].(string) + `"}`)
+	branch := sessionOf(r3)
+	if branch == "" || branch == sid {
+		t.Fatalf("branch session %q (original %q)", branch, sid)
+	}
+	after, _ := f.store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: sid})
+	if len(after.Events) != len(before.Events) {
+		t.Errorf("the original session changed: %d events, was %d", len(after.Events), len(before.Events))
+	}
+	b, _ := f.store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: branch})
+	var said []string
+	for _, ev := range b.Events {
+		if ev.Author == "user" {
+			said = append(said, ev.Text())
+		}
+	}
+	if strings.Join(said, ",") != "one,three" {
+		t.Errorf("branch history %q", said)
+	}
+}
+
+func TestResponsesConversationSharedWithNative(t *testing.T) {
+	f := newFixture(t, nil)
+	_, r1 := f.respond(`{"model":"desk","input":"first","conversation":"conv-1"}`)
+	_, r2 := f.respond(`{"model":"desk","input":"second","conversation":{"id":"conv-1"}}`)
+	if sessionOf(r1) != "conv-1" || sessionOf(r2) != "conv-1" {
+		t.Fatalf("sessions %q %q", sessionOf(r1), sessionOf(r2))
+	}
+	status, sess := f.call(http.MethodGet, "/apps/desk/users/anonymous/sessions/conv-1")
+	if status != 200 || len(sess["events"].([]any)) < 4 {
+		t.Errorf("native view: %d %v", status, sess)
+	}
+}
+
+func TestResponsesStoreFalse(t *testing.T) {
+	f := newFixture(t, nil)
+	status, r := f.respond(`{"model":"desk","input":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}],"store":false}`)
+	if status != 200 || r["store"] != false || r["agentgate"].(map[string]any)["session_id"] != nil {
+		t.Fatalf("stateless: %d %v", status, r)
+	}
+	if status, _ := f.call(http.MethodGet, "/v1/responses/"+r["id"].(string)); status != 404 {
+		t.Errorf("a response with store false is not kept: %d", status)
+	}
+	list, _ := f.store.List(context.Background(), sessions.ListRequest{AppName: "desk", UserID: "anonymous"})
+	if len(list.Sessions) != 0 {
+		t.Errorf("sessions kept: %v", list.Sessions)
+	}
+}
+
+// The AI SDK and the Agents SDK resend the whole history, store unset, no
+// previous_response_id: the function_call_output finds the paused call by
+// its id and the sub-agent that made it answers.
+func TestResponsesClientToolResume(t *testing.T) {
+	f := newFixture(t, nil)
+	_, r1 := f.respond(`{"model":"desk","input":"I need a refund"}`)
+	var call map[string]any
+	for _, it := range r1["output"].([]any) {
+		if m := it.(map[string]any); m["type"] == "function_call" {
+			call = m
+		}
+	}
+	if call == nil || call["name"] != "billing__issue_refund" {
+		t.Fatalf("no client call: %v", r1["output"])
+	}
+	history, _ := json.Marshal([]any{
+		map[string]any{"role": "user", "content": "I need a refund"},
+		call,
+		map[string]any{"type": "function_call_output", "call_id": call["call_id"], "output": `{"status":"ok"}`},
+	})
+	status, r2 := f.respond(`{"model":"desk","input":` + string(history) + `}`)
+	if status != 200 || outputText(r2) != "Refund done: ok" || sessionOf(r2) != sessionOf(r1) {
+		t.Fatalf("resumed: %d %v", status, r2)
+	}
+	item := r2["output"].([]any)[0].(map[string]any)["agentgate"].(map[string]any)
+	if item["author"] != "billing" {
+		t.Errorf("answered by %v", item)
+	}
+}
+
+func TestResponsesOpenAIClient(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client()
+	ctx := context.Background()
+	resp, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "desk",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != "Hello from the greeter!" || resp.Status != "completed" {
+		t.Errorf("create: %q %s", resp.OutputText(), resp.Status)
+	}
+	got, err := c.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
+	if err != nil || got.OutputText() != resp.OutputText() {
+		t.Errorf("get: %v %v", got, err)
+	}
+	stream := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "desk",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("summarize this")}, PreviousResponseID: openai.String(resp.ID)})
+	var text string
+	var seq []int64
+	for stream.Next() {
+		ev := stream.Current()
+		seq = append(seq, ev.SequenceNumber)
+		if ev.Type == "response.completed" {
+			text = ev.Response.OutputText()
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text, "Summary: ") {
+		t.Errorf("streamed: %q", text)
+	}
+	for i, n := range seq {
+		if n != int64(i) {
+			t.Fatalf("sequence numbers %v", seq)
+		}
+	}
+	if err := c.Responses.Delete(ctx, resp.ID); err != nil {
+		t.Error(err)
+	}
+	_, err = c.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Errorf("get after delete: %v", err)
+	}
+}
