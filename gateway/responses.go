@@ -60,6 +60,10 @@ type responseRecord struct {
 	// each with an id.
 	Response json.RawMessage        `json:"response"`
 	Input    []openaiwire.InputItem `json:"input"`
+	// Background responses also keep the client tool names their events
+	// were encoded with, to encode them again on a replay.
+	Background bool              `json:"background,omitempty"`
+	Names      map[string]string `json:"names,omitempty"`
 }
 
 // responseOwner is whose responses a request reaches.
@@ -251,17 +255,14 @@ func (s *Server) createResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	if req.Background {
-		writeOpenAIError(c, badRequest("background", "Background responses are not available yet on this gateway."))
-		return
-	}
 	a, ok := s.appByID(req.Model)
 	if !ok {
 		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
 		return
 	}
 	noteModel(c, a.ID)
-	rt, err := s.beginResponse(ctx, a, req, conv)
+	resp := req.NewResponse(openaiwire.NewResponseID(), s.cfg.Now().Unix())
+	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID)
 	if err != nil {
 		writeOpenAIError(c, chatError(nil, err))
 		return
@@ -269,13 +270,18 @@ func (s *Server) createResponse(c *gin.Context) {
 	if rt.stored {
 		annotate(c, slog.String("session_id", rt.sessionID))
 	}
-	resp := req.NewResponse(openaiwire.NewResponseID(), s.cfg.Now().Unix())
-	enc := openaiwire.NewResponsesEncoder(resp, openaiwire.ResponsesEncoderConfig{ClientTools: rt.clientToolNames(), Now: s.cfg.Now})
-	rs := responsesSink{s: s, c: c, turn: rt, enc: enc, store: req.Stored(), input: inputItems(req.Input)}
+	names := rt.clientToolNames()
+	rs := responsesSink{s: s, ctx: ctx, turn: rt, enc: s.responsesEncoder(resp, names, s.cfg.Now), store: req.Stored(), input: inputItems(req.Input)}
 	rt.wireReq = nil
-	if req.Stream {
+	switch {
+	case req.Background:
+		rs.names = names
+		s.startBackground(c, &responsesBackground{responsesSink: rs}, req.Stream)
+	case req.Stream:
+		rs.c = c
 		s.runTurn(ctx, &rt.turn, &responsesStream{responsesSink: rs})
-	} else {
+	default:
+		rs.c = c
 		s.runTurn(ctx, &rt.turn, &responsesAnswer{responsesSink: rs})
 	}
 }
@@ -284,14 +290,20 @@ func (s *Server) createResponse(c *gin.Context) {
 // (previous_response_id's, conversation's, the one paused on its tool
 // results, a new one, or none with store false), what is new input, which
 // client tools and per-turn settings.
-func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation) (*responsesTurn, error) {
+//
+// A background turn's run is named by the response id (id), and kept for
+// replays once it ended.
+func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string) (*responsesTurn, error) {
 	msg, responses, err := newInput(conv, "input", "The request has no new input: the items after the last assistant message or function_call must include a user message or a function_call_output.")
 	if err != nil {
 		return nil, err
 	}
 	rt := &responsesTurn{chatTurn: chatTurn{system: conv.System, history: conv.History, responses: responses}, wireReq: req}
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), message: msg, metadata: req.Metadata,
-		clientTools: req.FunctionDeclarations(), config: agentcore.RunConfig{Streaming: req.Stream}}
+		clientTools: req.FunctionDeclarations(), config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
+	if req.Background {
+		d.runID, d.retention = id, backgroundRetention
+	}
 	switch {
 	case req.PreviousResponseID != "" || req.Conversation != nil:
 		if !req.Stored() {
@@ -375,14 +387,20 @@ func (s *Server) continueFrom(ctx context.Context, a *app, id string, rt *respon
 	return nil
 }
 
-// responsesSink is what a responses turn's sinks share.
+// responsesSink is what a responses turn's sinks share. ctx is the
+// request's (a background turn outlives it: its values only); c is the
+// request's gin context, nil for a background turn.
 type responsesSink struct {
 	s     *Server
+	ctx   context.Context
 	c     *gin.Context
 	turn  *responsesTurn
 	enc   *openaiwire.ResponsesEncoder
 	store bool
 	input []openaiwire.InputItem
+	// names are a background turn's client tool names (see
+	// responseRecord.Names); nil otherwise.
+	names map[string]string
 }
 
 // visible notes the turn's stored events and returns what the client sees
@@ -426,15 +444,20 @@ func (rs *responsesSink) finish(err error) ([]openaiwire.ResponseEvent, *apiErro
 		}
 	}
 	if rs.store && rs.turn.run != nil {
-		rec := &responseRecord{App: rs.turn.app.ID, User: rs.turn.req.UserID, Input: rs.input}
-		if rs.turn.stored {
-			rec.Session, rec.LastEvent = rs.turn.sessionID, rs.turn.lastEvent
-		}
-		if serr := rs.s.saveResponse(context.WithoutCancel(rs.c.Request.Context()), rec, rs.enc.Response()); serr != nil {
-			rs.s.log.WarnContext(rs.c.Request.Context(), "storing a response failed", "err", serr)
-		}
+		rs.save()
 	}
 	return events, ae
+}
+
+// save stores the response as it stands.
+func (rs *responsesSink) save() {
+	rec := &responseRecord{App: rs.turn.app.ID, User: rs.turn.req.UserID, Input: rs.input, Background: rs.names != nil, Names: rs.names}
+	if rs.turn.stored {
+		rec.Session, rec.LastEvent = rs.turn.sessionID, rs.turn.lastEvent
+	}
+	if err := rs.s.saveResponse(context.WithoutCancel(rs.ctx), rec, rs.enc.Response()); err != nil {
+		rs.s.log.WarnContext(rs.ctx, "storing a response failed", "err", err)
+	}
 }
 
 // responsesStream writes a streamed response.
@@ -483,7 +506,7 @@ func (st *responsesStream) end(_ context.Context, err error) {
 		if ae.status == 499 {
 			return // the client is gone
 		}
-		st.s.log.WarnContext(st.c.Request.Context(), "response failed", "err", err)
+		st.s.log.WarnContext(st.ctx, "response failed", "err", err)
 		if st.w == nil {
 			writeOpenAIError(st.c, ae)
 			return
@@ -512,7 +535,7 @@ func (ra *responsesAnswer) end(_ context.Context, err error) {
 	_, ae := ra.finish(err)
 	if ae != nil {
 		if ae.status != 499 {
-			ra.s.log.WarnContext(c.Request.Context(), "response failed", "err", err)
+			ra.s.log.WarnContext(ra.ctx, "response failed", "err", err)
 			writeOpenAIError(c, ae)
 		}
 		return
@@ -523,8 +546,23 @@ func (ra *responsesAnswer) end(_ context.Context, err error) {
 	c.JSON(http.StatusOK, ra.enc.Response())
 }
 
-// getResponse answers GET /v1/responses/{id}.
+// getResponse answers GET /v1/responses/{id}: the response as it stands,
+// or with stream=true a background response's events after
+// starting_after.
 func (s *Server) getResponse(c *gin.Context) {
+	if stream, _ := strconv.ParseBool(c.Query("stream")); stream {
+		after := int64(-1)
+		if v := c.Query("starting_after"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				writeOpenAIError(c, badRequest("starting_after", "Invalid 'starting_after': expected a sequence number (an integer from 0)."))
+				return
+			}
+			after = n
+		}
+		s.streamBackground(c, c.Param("id"), after)
+		return
+	}
 	rec, err := s.loadResponse(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		writeOpenAIError(c, classify(err))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -378,4 +379,116 @@ func TestResponsesOpenAIClient(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
 		t.Errorf("get after delete: %v", err)
 	}
+}
+
+// getRaw sends a GET and returns the status and the body.
+func (f *fixture) getRaw(path string) (int, []byte) {
+	f.t.Helper()
+	resp, err := http.Get(f.srv.URL + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return resp.StatusCode, raw
+}
+
+func TestResponsesBackgroundReplay(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	f := newFixture(t, nil)
+	status, r := f.respond(`{"model":"desk","input":"hello","background":true}`)
+	if status != 200 || r["background"] != true || (r["status"] != "in_progress" && r["status"] != "queued") {
+		t.Fatalf("create: %d %v", status, r)
+	}
+	id := r["id"].(string)
+	waitFor(t, "the background run", func() bool { return f.gw.RunRegistry().Live() == 0 })
+	_, got := f.call(http.MethodGet, "/v1/responses/"+id)
+	if got["status"] != "completed" || outputText(got) != "Hello from the greeter!" {
+		t.Fatalf("polled: %v", got)
+	}
+	status, whole := f.getRaw("/v1/responses/" + id + "?stream=true")
+	if status != 200 {
+		t.Fatalf("replay: %d %s", status, whole)
+	}
+	if err := responsescheck.Stream(whole); err != nil {
+		t.Fatalf("replay against the specification: %v\n%s", err, whole)
+	}
+	all := responsescheck.Frames(whole)
+	var done struct{ Response map[string]any }
+	_ = json.Unmarshal(all[len(all)-1].Data, &done)
+	if outputText(done.Response) != outputText(got) || done.Response["usage"].(map[string]any)["total_tokens"] != got["usage"].(map[string]any)["total_tokens"] {
+		t.Errorf("replayed ending %v, stored %v", done.Response, got)
+	}
+	// A replay after a sequence number is the rest of the same frames.
+	for _, after := range []int{1, 3} {
+		_, rest := f.getRaw("/v1/responses/" + id + "?stream=true&starting_after=" + strconv.Itoa(after))
+		tail := responsescheck.Frames(rest)
+		if after == 1 { // the checker follows items it saw added
+			if err := responsescheck.Events(tail, responsescheck.StreamOptions{After: 1}); err != nil {
+				t.Fatalf("partial replay: %v\n%s", err, rest)
+			}
+		}
+		if len(tail) != len(all)-after-1 {
+			t.Fatalf("replay after %d has %d frames, want %d", after, len(tail), len(all)-after-1)
+		}
+		for i := range tail {
+			if !bytes.Equal(tail[i].Data, all[i+after+1].Data) {
+				t.Errorf("frame %d replayed as\n%s\nwas\n%s", i+after+1, tail[i].Data, all[i+after+1].Data)
+			}
+		}
+	}
+	// background with stream: the create call streams what a replay gives.
+	created := f.respondStream(`{"model":"desk","input":"hello","background":true,"stream":true}`)
+	var cr struct{ Response map[string]any }
+	_ = json.Unmarshal(created[0].Data, &cr)
+	_, again := f.getRaw("/v1/responses/" + cr.Response["id"].(string) + "?stream=true")
+	if re := responsescheck.Frames(again); len(re) != len(created) || !bytes.Equal(re[len(re)-2].Data, created[len(created)-2].Data) {
+		t.Errorf("streamed create and replay differ:\n%v\n%s", created, again)
+	}
+	if status, e := f.call(http.MethodPost, "/v1/responses/"+id+"/cancel"); status != 200 || e["status"] != "completed" {
+		t.Errorf("cancelling a finished response: %d %v", status, e)
+	}
+	f.srv.Close()
+}
+
+func TestResponsesBackgroundCancel(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	started := make(chan struct{})
+	f := newFixture(t, partialThenWait(started, nil))
+	_, r := f.respond(`{"model":"fake","input":"x","background":true}`)
+	id := r["id"].(string)
+	<-started
+	if _, got := f.call(http.MethodGet, "/v1/responses/"+id); got["status"] != "in_progress" {
+		t.Errorf("polled while running: %v", got["status"])
+	}
+	// A stream attached while the run goes on follows it to its end.
+	resp, err := http.Get(f.srv.URL + "/v1/responses/" + id + "?stream=true&starting_after=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	status, c := f.call(http.MethodPost, "/v1/responses/"+id+"/cancel")
+	if status != 200 || c["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %v", status, c)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	frames := responsescheck.Frames(raw)
+	if err := responsescheck.Events(frames, responsescheck.StreamOptions{After: 0}); err != nil {
+		t.Errorf("attached stream: %v\n%s", err, raw)
+	}
+	if last := frames[len(frames)-1]; last.Event != "response.failed" || !bytes.Contains(last.Data, []byte(`"status":"cancelled"`)) {
+		t.Errorf("attached stream ended with %s %s", last.Event, last.Data)
+	}
+	waitFor(t, "the cancelled run", func() bool { return f.gw.RunRegistry().Live() == 0 })
+	if status, e := f.respond(`{"model":"fake","input":"x","background":true,"store":false}`); status != 400 || e["error"].(map[string]any)["param"] != "background" {
+		t.Errorf("background without store: %d %v", status, e)
+	}
+	_, fg := f.respond(`{"model":"desk","input":"hi"}`)
+	if status, _ := f.call(http.MethodPost, "/v1/responses/"+fg["id"].(string)+"/cancel"); status != 400 {
+		t.Errorf("cancelling a foreground response: %d", status)
+	}
+	f.srv.Close()
 }

@@ -237,6 +237,7 @@ func (s *Server) routes(e *gin.Engine) {
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/responses/:id/input_items", s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.cancelResponse)
 	s.nativeRoutes(e)
 	s.a2aRoutes(e)
 
