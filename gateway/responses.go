@@ -302,7 +302,7 @@ func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.Resp
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), message: msg, metadata: req.Metadata,
 		clientTools: req.FunctionDeclarations(), config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
 	if req.Background {
-		d.runID, d.retention = id, backgroundRetention
+		d.runID, d.retention = id, s.cfg.RunRetention
 	}
 	switch {
 	case req.PreviousResponseID != "" || req.Conversation != nil:

@@ -23,10 +23,6 @@ import (
 	"github.com/agentgate/agentgate/sessions"
 )
 
-// backgroundRetention is how long a background run stays attachable
-// after it ended (the memory log keeps its events as long).
-const backgroundRetention = 10 * time.Minute
-
 // responseIDs counts the ids of a response's items and client calls from
 // its id, so that the same events always get the same ids.
 type responseIDs struct {
@@ -113,11 +109,12 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	if err == nil && !rec.Background {
 		err = badRequest("stream", "Only background responses can be streamed again.")
 	}
-	var frames func(yield func(runs.Frame, error) bool)
+	// The run's log, not the registry: a log shared by the replicas
+	// (Config.RunLog) replays a run that another one runs.
 	if err == nil {
-		frames, err = s.runs.Attach(ctx, id, -1)
+		_, _, err = s.cfg.RunLog.Read(ctx, id, -1, 1)
 		if errors.Is(err, runs.ErrNotFound) {
-			err = notFound("The events of response " + id + " are no longer kept (or are kept by another replica).")
+			err = notFound("The events of response " + id + " are no longer kept (runs.retention), or are kept by another replica.")
 		}
 	}
 	if err != nil {
@@ -146,7 +143,7 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	if send(enc.Start()) != nil {
 		return
 	}
-	for f, err := range frames {
+	for f, err := range s.cfg.RunLog.Follow(ctx, id, -1) {
 		if err != nil {
 			return // the client left, or the log failed: the stream ends
 		}
