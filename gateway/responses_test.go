@@ -492,3 +492,49 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 	}
 	f.srv.Close()
 }
+
+// A response is its user's: another user's token gets 404 on every route
+// and cannot continue it or reference its items.
+func TestResponsesOwnership(t *testing.T) {
+	f := newFixture(t, nil, withJWT(t))
+	desk := map[string]any{"models": []string{"desk"}}
+	alice, bob := token(t, "alice", desk), token(t, "bob", desk)
+	status, _, raw := call(t, f, http.MethodPost, "/v1/responses", alice, `{"model":"desk","input":"I need a refund"}`)
+	if status != 200 {
+		t.Fatalf("create: %d %s", status, raw)
+	}
+	var r map[string]any
+	_ = json.Unmarshal(raw, &r)
+	id := r["id"].(string)
+	fc := r["output"].([]any)[len(r["output"].([]any))-1].(map[string]any)
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/responses/" + id, ""},
+		{http.MethodGet, "/v1/responses/" + id + "/input_items", ""},
+		{http.MethodDelete, "/v1/responses/" + id, ""},
+		{http.MethodPost, "/v1/responses/" + id + "/cancel", ""},
+	} {
+		if status, _, raw := call(t, f, tc.method, tc.path, bob, tc.body); status != 404 {
+			t.Errorf("bob %s %s: %d %s", tc.method, tc.path, status, raw)
+		}
+	}
+	if status, _, raw := call(t, f, http.MethodPost, "/v1/responses", bob, `{"model":"desk","input":"x","previous_response_id":"`+id+`"}`); status != 400 {
+		t.Errorf("bob continues alice's response: %d %s", status, raw)
+	}
+	ref := `{"model":"desk","input":[{"type":"item_reference","id":"` + fc["id"].(string) + `"},{"type":"function_call_output","call_id":"` + fc["call_id"].(string) + `","output":"{\"status\":\"ok\"}"}]}`
+	if status, _, raw := call(t, f, http.MethodPost, "/v1/responses", bob, ref); status != 400 {
+		t.Errorf("bob references alice's item: %d %s", status, raw)
+	}
+	// alice's own reference resolves, and her call output resumes the turn.
+	status, _, raw = call(t, f, http.MethodPost, "/v1/responses", alice, ref)
+	var r2 map[string]any
+	_ = json.Unmarshal(raw, &r2)
+	if status != 200 || outputText(r2) != "Refund done: ok" {
+		t.Errorf("alice resumes through item_reference: %d %s", status, raw)
+	}
+	if err := responsescheck.Response(raw); err != nil {
+		t.Error(err)
+	}
+	if status, _, _ := call(t, f, http.MethodGet, "/v1/responses/"+id, alice, ""); status != 200 {
+		t.Errorf("alice reads her response: %d", status)
+	}
+}
