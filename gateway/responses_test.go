@@ -538,3 +538,51 @@ func TestResponsesOwnership(t *testing.T) {
 		t.Errorf("alice reads her response: %d", status)
 	}
 }
+
+// What the client asks of the model reaches the model call: text.format's
+// schema with its name and strict flag, sampling, max_output_tokens, the
+// client's function tools and tool_choice; metadata param.<name> entries
+// are caller parameters, checked as on chat.
+func TestResponsesSettingsReachTheModel(t *testing.T) {
+	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		yield(textFinal(`{"answer":42}`), nil)
+	})
+	status, r := f.respond(`{"model":"fake","input":"x","temperature":0.2,"top_p":0.5,"max_output_tokens":64,
+		"text":{"format":{"type":"json_schema","name":"answer","strict":true,"schema":{"type":"object","properties":{"answer":{"type":"integer"}}}}},
+		"tools":[{"type":"function","name":"lookup","parameters":{"type":"object","properties":{}}}],"tool_choice":"required",
+		"metadata":{"k":"v"}}`)
+	if status != 200 {
+		t.Fatalf("%d %v", status, r)
+	}
+	format := r["text"].(map[string]any)["format"].(map[string]any)
+	if format["name"] != "answer" || format["strict"] != true || r["temperature"] != 0.2 || r["tool_choice"] != "required" {
+		t.Errorf("echoed settings: %v", r)
+	}
+	reqs := f.fakes["solo"].requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	cfg, opts := reqs[0].Config, reqs[0].Options
+	if cfg.ResponseJsonSchema == nil || cfg.ResponseMIMEType != "application/json" || opts.SchemaName != "answer" || opts.SchemaStrict == nil || !*opts.SchemaStrict {
+		t.Errorf("schema: %q %v %+v", cfg.ResponseMIMEType, cfg.ResponseJsonSchema, opts)
+	}
+	if cfg.Temperature == nil || *cfg.Temperature != 0.2 || cfg.TopP == nil || *cfg.TopP != 0.5 || cfg.MaxOutputTokens != 64 {
+		t.Errorf("sampling: %+v", cfg)
+	}
+	if cfg.ToolConfig == nil || cfg.ToolConfig.FunctionCallingConfig.Mode != genai.FunctionCallingConfigModeAny {
+		t.Errorf("tool_choice: %+v", cfg.ToolConfig)
+	}
+	var offered []string
+	for _, tl := range cfg.Tools {
+		for _, d := range tl.FunctionDeclarations {
+			offered = append(offered, d.Name)
+		}
+	}
+	if !strings.Contains(strings.Join(offered, ","), "lookup") {
+		t.Errorf("client tools offered: %v", offered)
+	}
+	status, e := f.respond(`{"model":"fake","input":"x","metadata":{"param.tenant":"acme"}}`)
+	if eo, _ := e["error"].(map[string]any); status != 400 || eo["param"] != "metadata.param.tenant" {
+		t.Errorf("an undeclared caller parameter: %d %v", status, e)
+	}
+}
