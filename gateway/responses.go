@@ -115,9 +115,16 @@ func (s *Server) saveResponse(ctx context.Context, rec *responseRecord, resp *op
 		return err
 	}
 	owner, sid := responseOwner(ctx), responsePrefix+resp.ID
-	_ = s.cfg.Sessions.Delete(ctx, sessions.DeleteRequest{AppName: responsesApp, UserID: owner, SessionID: sid})
-	if _, err := s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: responsesApp, UserID: owner, SessionID: sid,
-		State: map[string]any{recordKey: string(body)}}); err != nil {
+	state := map[string]any{recordKey: string(body)}
+	_, err = s.cfg.Sessions.Create(ctx, sessions.CreateRequest{AppName: responsesApp, UserID: owner, SessionID: sid, State: state})
+	if errors.Is(err, sessions.ErrExists) {
+		// A background response's end: replaced in place, so that a poll
+		// never finds it missing.
+		_, err = sessions.PatchState(ctx, s.cfg.Sessions, sessions.GetRequest{AppName: responsesApp, UserID: owner, SessionID: sid},
+			&sessions.Event{ID: uuid.NewString(), InvocationID: resp.ID, Author: "user", Timestamp: s.cfg.Now(),
+				Actions: sessions.EventActions{StateDelta: state}})
+	}
+	if err != nil {
 		return err
 	}
 	refs := map[string]sessions.Ref{}

@@ -88,7 +88,10 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 	b.save()
 	runCtx, err := s.startRun(ctx, t)
 	if err != nil {
-		writeOpenAIError(c, classify(err))
+		ae := classify(err)
+		b.enc.Fail(toWire(ae), nil)
+		b.save()
+		writeOpenAIError(c, ae)
 		return
 	}
 	snapshot := *b.enc.Response()
