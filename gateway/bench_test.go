@@ -131,6 +131,40 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// BenchmarkResponsesTurn is BenchmarkChatTurn's turn on /v1/responses: the
+// same gateway and upstream, a new conversation (stored, as the default
+// store true does) or none (store false) per turn.
+func BenchmarkResponsesTurn(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		store  bool
+	}{
+		{"nonstream/store", false, true},
+		{"stream/store", true, true},
+		{"nonstream/stateless", false, false},
+		{"stream/stateless", true, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			gw := newBenchGateway(b)
+			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"store":%v,"input":"Hello, how are you?"}`, tc.stream, tc.store))
+			want := []byte(`"status":"completed"`)
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/responses", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				gw.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
+					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 func BenchmarkChatTurn(b *testing.B) {
 	const hello = `{"role":"user","content":"Hello, how are you?"}`
 	for _, tc := range []struct {

@@ -125,6 +125,17 @@ func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*g
 	if err != nil {
 		return err
 	}
+	if err := eph.AppendEvents(ctx, sess, s.seedEvents(a, history)); err != nil {
+		return err
+	}
+	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
+	return nil
+}
+
+// seedEvents are the events that put a client's history into a new
+// session: its model contents authored by the root agent, the rest by the
+// user.
+func (s *Server) seedEvents(a *app, history []*genai.Content) []*sessions.Event {
 	now := s.cfg.Now()
 	events := make([]sessions.Event, len(history)) // one allocation for them all
 	seed := make([]*sessions.Event, len(history))
@@ -136,11 +147,7 @@ func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*g
 		events[i] = sessions.Event{ID: "seed-" + strconv.Itoa(i), InvocationID: "seed", Author: author, Timestamp: now, Content: c}
 		seed[i] = &events[i]
 	}
-	if err := eph.AppendEvents(ctx, sess, seed); err != nil {
-		return err
-	}
-	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
-	return nil
+	return seed
 }
 
 // afterRun stores what must outlive the turn: for every client tool call

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,35 +57,10 @@ func TestChatFidelityReachesTheUpstream(t *testing.T) {
 		"tool_choice":"none","parallel_tool_calls":false,
 		"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}}},
 		"reasoning_effort":"low","verbosity":"high","service_tier":"flex"}`
-	for _, m := range []string{"fid", "fid-ignore"} {
-		status, _, b := call(t, f, http.MethodPost, "/v1/chat/completions", "", strings.Replace(body, "%s", m, 1))
-		if status != http.StatusOK {
-			t.Fatalf("%s: %d %s", m, status, b)
-		}
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	roots, desks := up.byModel["root-m"], up.byModel["desk2-m"]
-	if len(roots) != 2 || len(desks) != 2 {
-		t.Fatalf("%d root and %d desk calls, want 2 of each", len(roots), len(desks))
-	}
+	roots, desks := fidelityCalls(t, f, up, "/v1/chat/completions", body)
 	root, desk := roots[0], desks[0]
-
-	if got := asJSON(root["response_format"]); got != `{"json_schema":{"name":"answer","schema":{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"strict":true},"type":"json_schema"}` {
-		t.Errorf("root's response_format: %s", got)
-	}
-	if _, ok := desk["response_format"]; ok {
-		t.Errorf("the schema reached the desk: %s", asJSON(desk["response_format"]))
-	}
+	checkFidelity(t, roots, desks, map[string]any{"parallel_tool_calls": false})
 	for name, req := range map[string]map[string]any{"root": root, "desk": desk} {
-		for k, want := range map[string]any{"reasoning_effort": "low", "verbosity": "high", "service_tier": "flex", "parallel_tool_calls": false} {
-			if req[k] != want {
-				t.Errorf("%s's %s = %v, want %v", name, k, req[k], want)
-			}
-		}
-		if msgs := asJSON(req["messages"]); !strings.Contains(msgs, `{"image_url":{"detail":"low","url":"https://img.example/a.png"},"type":"image_url"}`) {
-			t.Errorf("%s's messages lack the image with its detail: %s", name, msgs)
-		}
 		// tool_choice none keeps the client's function from being
 		// called, and nothing else.
 		if tc := asJSON(req["tool_choice"]); strings.Contains(tc, "get_weather") || tc == "null" {
@@ -95,21 +71,6 @@ func TestChatFidelityReachesTheUpstream(t *testing.T) {
 		t.Errorf("root's tool_choice %s: the transfer must stay callable", got)
 	}
 
-	systemOf := func(req map[string]any) string {
-		msgs, _ := req["messages"].([]any)
-		first, _ := msgs[0].(map[string]any)
-		if first["role"] != "system" {
-			return ""
-		}
-		s, _ := first["content"].(string)
-		return s
-	}
-	if s := systemOf(root); !strings.HasPrefix(s, "Route.\n\nAnswer in French.\n\nBe brief.\n\n") {
-		t.Errorf("root's system message with client_instructions append: %q", s)
-	}
-	if s := systemOf(roots[1]); strings.Contains(s, "French") || strings.Contains(s, "brief") {
-		t.Errorf("root's system message with client_instructions ignore: %q", s)
-	}
 	if s := systemOf(desk); strings.Contains(s, "French") {
 		t.Errorf("the client's system text reached the desk, which is not the root: %q", s)
 	}
@@ -180,4 +141,86 @@ func TestChatRefusesLogprobs(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("logprobs false: %d %s", status, b)
 	}
+}
+
+// The same on /v1/responses, as the upstream receives it: instructions
+// and developer messages follow client_instructions, the json_schema
+// format keeps its name and strictness on the root's call only, and
+// reasoning, verbosity, service tier and image detail reach every call.
+func TestResponsesFidelityReachesTheUpstream(t *testing.T) {
+	f, up := fidelityFixture(t)
+	body := `{"model":"%s","instructions":"Answer in French.","input":[
+		{"role":"developer","content":"Be brief."},
+		{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"https://img.example/a.png","detail":"low"}]}],
+		"text":{"format":{"type":"json_schema","name":"answer","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}},"verbosity":"high"},
+		"reasoning":{"effort":"low"},"service_tier":"flex","store":false}`
+	roots, desks := fidelityCalls(t, f, up, "/v1/responses", body)
+	checkFidelity(t, roots, desks, nil)
+}
+
+// fidelityCalls posts body (its model "%s") for "fid" and then
+// "fid-ignore" to path, and returns the upstream's requests of the root's
+// and the desk's calls, two of each.
+func fidelityCalls(t *testing.T, f *fixture, up *upstreamRecorder, path, body string) (roots, desks []map[string]any) {
+	t.Helper()
+	for _, m := range []string{"fid", "fid-ignore"} {
+		status, _, b := call(t, f, http.MethodPost, path, "", strings.Replace(body, "%s", m, 1))
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %s", m, status, b)
+		}
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	roots, desks = up.byModel["root-m"], up.byModel["desk2-m"]
+	if len(roots) != 2 || len(desks) != 2 {
+		t.Fatalf("%d root and %d desk calls, want 2 of each", len(roots), len(desks))
+	}
+	return roots, desks
+}
+
+// checkFidelity checks what both OpenAI surfaces pass on alike: the
+// json_schema "answer" (strict) on the root's call only, reasoning effort
+// low, verbosity high, service tier flex (and the fields of more) and the
+// image of detail low on every call, and the client's system text "Answer
+// in French." and "Be brief." appended to the root's instruction with
+// client_instructions append (the first calls), never otherwise.
+func checkFidelity(t *testing.T, roots, desks []map[string]any, more map[string]any) {
+	t.Helper()
+	root, desk := roots[0], desks[0]
+	if got := asJSON(root["response_format"]); got != `{"json_schema":{"name":"answer","schema":{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"strict":true},"type":"json_schema"}` {
+		t.Errorf("root's response_format: %s", got)
+	}
+	if _, ok := desk["response_format"]; ok {
+		t.Errorf("the schema reached the desk: %s", asJSON(desk["response_format"]))
+	}
+	want := map[string]any{"reasoning_effort": "low", "verbosity": "high", "service_tier": "flex"}
+	maps.Copy(want, more)
+	for name, req := range map[string]map[string]any{"root": root, "desk": desk} {
+		for k, v := range want {
+			if req[k] != v {
+				t.Errorf("%s's %s = %v, want %v", name, k, req[k], v)
+			}
+		}
+		if msgs := asJSON(req["messages"]); !strings.Contains(msgs, `{"image_url":{"detail":"low","url":"https://img.example/a.png"},"type":"image_url"}`) {
+			t.Errorf("%s's messages lack the image with its detail: %s", name, msgs)
+		}
+	}
+	if s := systemOf(root); !strings.HasPrefix(s, "Route.\n\nAnswer in French.\n\nBe brief.") {
+		t.Errorf("root's system message with client_instructions append: %q", s)
+	}
+	if s := systemOf(roots[1]); strings.Contains(s, "French") || strings.Contains(s, "brief") {
+		t.Errorf("root's system message with client_instructions ignore: %q", s)
+	}
+}
+
+// systemOf is the system message a model request starts with; "" when it
+// has none.
+func systemOf(req map[string]any) string {
+	msgs, _ := req["messages"].([]any)
+	first, _ := msgs[0].(map[string]any)
+	if first["role"] != "system" {
+		return ""
+	}
+	s, _ := first["content"].(string)
+	return s
 }

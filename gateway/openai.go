@@ -188,18 +188,9 @@ func validSessionID(id string) bool {
 // whose session, what is new input, which client tools and per-turn
 // settings.
 func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation) (*chatTurn, error) {
-	msg := &genai.Content{Role: genai.RoleUser}
-	for _, c := range conv.New {
-		msg.Parts = append(msg.Parts, c.Parts...)
-	}
-	if len(msg.Parts) == 0 {
-		return nil, badRequest("messages", "The request has no new input: the messages after the last assistant message must include a user or tool message.")
-	}
-	var responses []*genai.FunctionResponse
-	for _, p := range msg.Parts {
-		if p.FunctionResponse != nil {
-			responses = append(responses, p.FunctionResponse)
-		}
+	msg, responses, err := newInput(conv, "messages", "The request has no new input: the messages after the last assistant message must include a user or tool message.")
+	if err != nil {
+		return nil, err
 	}
 	sid := sessionHeader(h, req.Metadata)
 	ct := &chatTurn{stored: sid != "", echoSession: sid != "", toolMessages: toolMessagesOf(req.Messages),
@@ -213,12 +204,31 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	if !d.create {
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
-	err := s.beginTurn(ctx, &d, &ct.turn, ct)
+	err = s.beginTurn(ctx, &d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
 	if err != nil {
 		return nil, err
 	}
 	return ct, nil
+}
+
+// newInput is a request's new input as one user message, and the tool
+// results among it; a 400 naming param, saying empty, when there is none.
+func newInput(conv openaiwire.Conversation, param, empty string) (*genai.Content, []*genai.FunctionResponse, error) {
+	msg := &genai.Content{Role: genai.RoleUser}
+	for _, c := range conv.New {
+		msg.Parts = append(msg.Parts, c.Parts...)
+	}
+	if len(msg.Parts) == 0 {
+		return nil, nil, badRequest(param, empty)
+	}
+	var responses []*genai.FunctionResponse
+	for _, p := range msg.Parts {
+		if p.FunctionResponse != nil {
+			responses = append(responses, p.FunctionResponse)
+		}
+	}
+	return msg, responses, nil
 }
 
 func cmpOr(vals ...string) string {
@@ -272,20 +282,29 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest, system string)
 	if err != nil {
 		return nil, err
 	}
-	if schema != nil || jsonMode {
+	return turnOverrides(a, "response_format", &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode,
+		Generate: openaiwire.GenerationSettings(req, nil), ToolConfig: openaiwire.ToToolConfig(req.ToolChoice),
+		Options: req.ModelOptions(), Instruction: system})
+}
+
+// turnOverrides checks what an OpenAI surface asks of a turn (o; format
+// names the request's output format field) against the app: a structured
+// output needs an LLM agent at the root, and the client's system text is
+// kept only when the model appends client instructions. It returns nil
+// when nothing is left to override (the agents' own settings apply).
+func turnOverrides(a *app, format string, o *agentcore.Overrides) (*agentcore.Overrides, error) {
+	if o.OutputSchema != nil || o.JSONMode {
 		if _, ok := a.Root.(*agentcore.LlmAgent); !ok {
-			return nil, badRequest("response_format", fmt.Sprintf("Model %s is served by a %T workflow; response_format needs an LLM agent at the root.", a.ID, a.Root))
+			return nil, badRequest(format, fmt.Sprintf("Model %s is served by a %T workflow; %s needs an LLM agent at the root.", a.ID, a.Root, format))
 		}
 	}
-	gen, tools, opts := openaiwire.GenerationSettings(req, nil), openaiwire.ToToolConfig(req.ToolChoice), req.ModelOptions()
 	if !a.AppendClientInstructions {
-		system = ""
+		o.Instruction = ""
 	}
-	if schema == nil && !jsonMode && gen == nil && tools == nil && opts == (model.Options{}) && system == "" {
-		return nil, nil // the agents' own settings apply
+	if o.OutputSchema == nil && !o.JSONMode && o.Generate == nil && o.ToolConfig == nil && o.Options == (model.Options{}) && o.Instruction == "" {
+		return nil, nil
 	}
-	return &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode, Generate: gen, ToolConfig: tools,
-		Options: opts, Instruction: system}, nil
+	return o, nil
 }
 
 // encoderTools maps the client actions every turn of an app may show
@@ -300,17 +319,23 @@ func encoderTools(clientNames map[string]string) map[string]string {
 
 // encoderFor configures the chunk encoder of a turn.
 func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
-	names := turn.app.encoderTools // read only
-	if len(turn.req.ClientTools) > 0 {
+	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: turn.clientToolNames(), Streamed: req.Stream})
+}
+
+// clientToolNames maps the client calls a turn may show (the app's client
+// actions and the request's own tools) to the names the client knows.
+func (ct *chatTurn) clientToolNames() map[string]string {
+	names := ct.app.encoderTools // read only
+	if len(ct.req.ClientTools) > 0 {
 		names = maps.Clone(names)
-		for _, d := range turn.req.ClientTools {
-			if _, action := turn.app.clientNames[d.Name]; !action {
+		for _, d := range ct.req.ClientTools {
+			if _, action := ct.app.clientNames[d.Name]; !action {
 				names[d.Name] = d.Name
 			}
 		}
 	}
-	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
-		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: names, Streamed: req.Stream})
+	return names
 }
 
 // visibleEvent decides what of an event an OpenAI client sees: the turn's
@@ -379,14 +404,21 @@ type chatStream struct {
 }
 
 // start sends the headers with the first frame, in one flush.
-func (cs *chatStream) start() {
+func (cs *chatStream) start() *sseWriter {
 	if cs.w == nil {
-		var hdr map[string]string
-		if cs.turn.echoSession {
-			hdr = map[string]string{"X-Session-Id": cs.turn.sessionID}
-		}
-		cs.w = newSSE(cs.c.Writer, hdr, &cs.turn.pace)
+		cs.w = openStream(cs.c, cs.turn)
 	}
+	return cs.w
+}
+
+// openStream starts the SSE response of a turn, echoing the session the
+// client named; the turn paces its flushes.
+func openStream(c *gin.Context, ct *chatTurn) *sseWriter {
+	var hdr map[string]string
+	if ct.echoSession {
+		hdr = map[string]string{"X-Session-Id": ct.sessionID}
+	}
+	return newSSE(c.Writer, hdr, &ct.pace)
 }
 
 // frameBufs holds the buffers streams make their frames in: a stream
@@ -397,9 +429,14 @@ var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
 // frame's buffer is left to the garbage collector.
 const maxPooledFrameBuf = 64 << 10
 
-// write sends an event's chunks, and then tail, in one write and one
-// flush: a delta goes out as soon as it exists.
-func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
+// frameStream is a stream that opens its SSE response at its first
+// frame.
+type frameStream interface{ start() *sseWriter }
+
+// sendFrames sends items as SSE frames (appendFrame encodes one), and then
+// tail, in one write and one flush on st: a delta goes out as soon as it
+// exists.
+func sendFrames[T any](st frameStream, items []T, appendFrame func([]byte, *T) ([]byte, error), tail string) error {
 	bp := frameBufs.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxPooledFrameBuf {
@@ -407,9 +444,9 @@ func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string
 		}
 	}()
 	buf := (*bp)[:0]
-	for i := range chunks {
+	for i := range items {
 		var err error
-		if buf, err = openaiwire.AppendChunkFrame(buf, &chunks[i]); err != nil {
+		if buf, err = appendFrame(buf, &items[i]); err != nil {
 			return err
 		}
 	}
@@ -418,8 +455,12 @@ func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string
 	if len(buf) == 0 {
 		return nil
 	}
-	cs.start()
-	return cs.w.frame(buf)
+	return st.start().frame(buf)
+}
+
+// write sends an event's chunks, and then tail.
+func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
+	return sendFrames(cs, chunks, openaiwire.AppendChunkFrame, tail)
 }
 
 // event writes what a client sees of one event of the run.
@@ -432,8 +473,7 @@ func (cs *chatStream) event(ev *sessions.Event) error {
 }
 
 func (cs *chatStream) keepalive() error {
-	cs.start()
-	return cs.w.comment("keepalive")
+	return cs.start().comment("keepalive")
 }
 
 // end finishes a stream whose run ended with err: the finish chunks and

@@ -233,6 +233,11 @@ func (s *Server) routes(e *gin.Engine) {
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/*id", s.getModel)
 	v1.POST("/chat/completions", s.chatCompletions)
+	v1.POST("/responses", s.createResponse)
+	v1.GET("/responses/:id", s.getResponse)
+	v1.DELETE("/responses/:id", s.deleteResponse)
+	v1.GET("/responses/:id/input_items", s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.cancelResponse)
 	s.nativeRoutes(e)
 	s.a2aRoutes(e)
 

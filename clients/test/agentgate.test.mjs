@@ -4,6 +4,7 @@ import { before, after } from 'node:test';
 import { gw } from './lib/context.mjs';
 import './openai.mjs';
 import './ai-sdk.mjs';
+import './responses.mjs';
 
 before(
   async () => {

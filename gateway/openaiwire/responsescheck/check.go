@@ -541,6 +541,7 @@ func Events(frames []Frame, opt StreamOptions) error {
 		opt.After = -1
 	}
 	s.next = opt.After + 1
+	s.started = opt.After >= 0 // a replay after a cursor started before it
 	for i, f := range frames {
 		s.frame(fmt.Sprintf("event %d", i), f, i == 0 && opt.After < 0)
 	}
