@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,6 +100,12 @@ var limitSurfaces = []limitSurface{
 			t.Errorf("A2A refusal %s, want a JSON-RPC error -32029 naming %s", body, limit)
 		}
 	}},
+	{name: "responses", send: func(f *fixture, user, token string, n int) *http.Response {
+		return f.post("/v1/responses", fmt.Sprintf(`{"model":"fake","user":%q,"input":"hi %d"}`, user, n), authHeaders(token)...)
+	}, refused: openAIRefused},
+	{name: "responses stream", send: func(f *fixture, user, token string, n int) *http.Response {
+		return f.post("/v1/responses", fmt.Sprintf(`{"model":"fake","stream":true,"user":%q,"input":"hi %d"}`, user, n), authHeaders(token)...)
+	}, refused: openAIRefused},
 }
 
 func nativeRefused(t *testing.T, body []byte, limit string) {
@@ -109,12 +116,17 @@ func nativeRefused(t *testing.T, body []byte, limit string) {
 	}
 }
 
+// failedTurn finds an error in a 200 answer: an error object or message
+// (chat and native error frames), or a failed response (not the Responses
+// object's "error": null).
+var failedTurn = regexp.MustCompile(`"error":\s*[{"]|response\.failed`)
+
 // ok reads a response that must have run its turn.
 func ok(t *testing.T, what string, resp *http.Response) {
 	t.Helper()
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), `"error"`) {
+	if resp.StatusCode != http.StatusOK || failedTurn.Match(body) {
 		t.Fatalf("%s: %d %s", what, resp.StatusCode, body)
 	}
 }

@@ -50,6 +50,15 @@ func TestSubConversationsAreReadOnly(t *testing.T) {
 			func(status int, b map[string]any) bool {
 				return status == http.StatusBadRequest && dig(b, "error", "type") == "invalid_request_error"
 			}},
+		{"responses", "/v1/responses", `{"model":"desk","user":"u1","input":"again","conversation":"` + sub + `"}`, nil,
+			func(status int, b map[string]any) bool {
+				return (status == http.StatusBadRequest || status == http.StatusNotFound) &&
+					dig(b, "error", "type") == "invalid_request_error" && strings.Contains(str(dig(b, "error", "message")), "sub-conversation")
+			}},
+		{"responses stream", "/v1/responses", `{"model":"desk","user":"u1","input":"again","stream":true,"conversation":{"id":"` + sub + `"}}`, nil,
+			func(status int, b map[string]any) bool {
+				return (status == http.StatusBadRequest || status == http.StatusNotFound) && dig(b, "error", "type") == "invalid_request_error"
+			}},
 		{"native /run", "/run", runBody(sub, "again", ""), nil,
 			func(status int, b map[string]any) bool {
 				return status == http.StatusBadRequest && strings.Contains(str(b["error"]), "sub-conversation")
