@@ -180,33 +180,38 @@ models:
   - {id: vision, agent: vision}
 `
 
-// TestHiddenValueNeverLeavesTheProcess runs the gateway on a config whose
-// agents reach every hop out of the process (a model provider, a remote
-// A2A agent by transfer and as a tool, GET and POST HTTP tools, an MCP
-// server, an OpenAPI service), each behind a recording server. The caller
-// or the agents' declarations hide userId; the user repeats it in text, an image URL, a text file
-// and a binary image, and the scripted model writes it into every call.
-// No recorded request holds it in any form; the HTTP tools still get it
-// in their X-Agentgate-Param-userId header, as designed.
-func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
-	model := &recorder{next: http.HandlerFunc(chatUpstream)}
-	upSrv := httptest.NewServer(model)
+// hops is the gateway of redactConfig with every hop out of the process
+// (a model provider, a remote A2A agent by transfer and as a tool, GET and
+// POST HTTP tools, an MCP server over streamable HTTP, an OpenAPI service)
+// behind a recording server.
+type hops struct {
+	gw                     *testGateway
+	model, tools, mcp, a2a *recorder
+	// paramHeaders are the X-Agentgate-Param-userId headers the tools'
+	// server got, taken off before the request is recorded.
+	phMu         sync.Mutex
+	paramHeaders []string
+}
+
+// startHops runs the gateway of redactConfig with extra appended to its
+// config (a telemetry section, say), and the servers it calls out to.
+func startHops(t *testing.T, extra string) *hops {
+	h := &hops{model: &recorder{next: http.HandlerFunc(chatUpstream)}}
+	upSrv := httptest.NewServer(h.model)
 	t.Cleanup(upSrv.Close)
 
 	// The tools' server: the parameter header is the one place the value
 	// may go, by design; it is taken off before the request is recorded.
-	var paramHeaders []string
-	var phMu sync.Mutex
-	tools := &recorder{next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.tools = &recorder{next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"ok": true}`)
 	})}
 	toolSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		phMu.Lock()
-		paramHeaders = append(paramHeaders, r.Header.Get("X-Agentgate-Param-userId"))
-		phMu.Unlock()
+		h.phMu.Lock()
+		h.paramHeaders = append(h.paramHeaders, r.Header.Get("X-Agentgate-Param-userId"))
+		h.phMu.Unlock()
 		r.Header.Del("X-Agentgate-Param-userId")
-		tools.ServeHTTP(w, r)
+		h.tools.ServeHTTP(w, r)
 	}))
 	t.Cleanup(toolSrv.Close)
 
@@ -217,25 +222,43 @@ func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
 		}) (*mcp.CallToolResult, struct{}, error) {
 			return nil, struct{}{}, nil
 		})
-	mcpRec := &recorder{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
-	mcpSrv := httptest.NewServer(mcpRec)
+	h.mcp = &recorder{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
+	mcpSrv := httptest.NewServer(h.mcp)
 	// Closed after the gateway stops (cleanups run last first); its
 	// clients' open event streams are cut rather than waited for.
 	t.Cleanup(func() { mcpSrv.CloseClientConnections(); mcpSrv.Close() })
 
 	remote := runConfig(t, redactRemoteConfig, nil)
 	target, _ := url.Parse(remote.base)
-	a2aRec := &recorder{next: httputil.NewSingleHostReverseProxy(target)}
-	a2aSrv := httptest.NewServer(a2aRec)
+	h.a2a = &recorder{next: httputil.NewSingleHostReverseProxy(target)}
+	a2aSrv := httptest.NewServer(h.a2a)
 	t.Cleanup(a2aSrv.Close)
 
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "lookup.yaml")
+	specPath := filepath.Join(t.TempDir(), "lookup.yaml")
 	if err := os.WriteFile(specPath, []byte(redactLookupSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(redactConfig, upSrv.URL, toolSrv.URL, mcpSrv.URL, specPath, a2aSrv.URL, hiddenUser)
-	gw := runConfig(t, cfg, nil)
+	h.gw = runConfig(t, cfg+extra, nil)
+	return h
+}
+
+// reset forgets the requests rc recorded so far.
+func (rc *recorder) reset() {
+	rc.mu.Lock()
+	rc.reqs = nil
+	rc.mu.Unlock()
+}
+
+// TestHiddenValueNeverLeavesTheProcess runs the gateway of startHops. The
+// caller or the agents' declarations hide userId; the user repeats it in
+// text, an image URL, a text file and a binary image, and the scripted
+// model writes it into every call. No recorded request holds it in any
+// form; the HTTP tools still get it in their X-Agentgate-Param-userId
+// header, as designed. Tracing is off: no request carries a traceparent.
+func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
+	h := startHops(t, "")
+	gw, model, tools, mcpRec, a2aRec := h.gw, h.model, h.tools, h.mcp, h.a2a
 
 	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), []byte("tEXt"+hiddenUser+"\x00\xff")...)
 	parts := func(text string) []any {
@@ -291,9 +314,7 @@ func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
 		a2aRec.check(t, hiddenUser)
 	})
 	t.Run("a2a agent tool", func(t *testing.T) {
-		a2aRec.mu.Lock()
-		a2aRec.reqs = nil
-		a2aRec.mu.Unlock()
+		a2aRec.reset()
 		send(t, "desk", "consult the analyst")
 		a2aRec.check(t, hiddenUser)
 	})
@@ -301,9 +322,9 @@ func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
 		send(t, "desk", "fetch it")
 		send(t, "desk", "post it")
 		tools.check(t, hiddenUser)
-		phMu.Lock()
-		defer phMu.Unlock()
-		for _, v := range paramHeaders {
+		h.phMu.Lock()
+		defer h.phMu.Unlock()
+		for _, v := range h.paramHeaders {
 			if v != hiddenUser {
 				t.Errorf("X-Agentgate-Param-userId = %q, want the value", v)
 			}
@@ -319,10 +340,17 @@ func TestHiddenValueNeverLeavesTheProcess(t *testing.T) {
 		}
 	})
 	t.Run("openapi", func(t *testing.T) {
-		tools.mu.Lock()
-		tools.reqs = nil
-		tools.mu.Unlock()
+		tools.reset()
 		send(t, "desk", "openapi lookup")
 		tools.check(t, hiddenUser)
+	})
+	t.Run("no trace context with tracing off", func(t *testing.T) {
+		for name, rc := range map[string]*recorder{"model": model, "tools": tools, "mcp": mcpRec, "a2a": a2aRec} {
+			for _, req := range rc.recorded() {
+				if tp, _ := traceparentOf(req); tp != "" {
+					t.Errorf("%s: traceparent %s sent with tracing off:\n%s", name, tp, req)
+				}
+			}
+		}
 	})
 }
