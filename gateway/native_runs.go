@@ -11,7 +11,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentgate/agentgate/runs"
-	"github.com/agentgate/agentgate/sessions"
 )
 
 // DefaultRunRetention is how long a run's frames are kept after it ended
@@ -176,9 +174,9 @@ func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
 		return err
 	}
 	a := &attached{w: startSSE(c.Writer, nil, nil), inv: inv, next: after + 1, cancel: cancel}
-	frames := func(yield func(*sessions.Event, error) bool) {
+	frames := func(yield func(runs.Frame, error) bool) {
 		for _, f := range first {
-			if !yield(f.Event, nil) {
+			if !yield(f, nil) {
 				return
 			}
 		}
@@ -186,12 +184,12 @@ func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
 			return
 		}
 		for f, err := range s.cfg.RunLog.Follow(ctx, inv, after+int64(len(first))) {
-			if !yield(f.Event, err) {
+			if !yield(f, err) {
 				return
 			}
 		}
 	}
-	_ = pump(ctx, a, iter.Seq2[*sessions.Event, error](frames), s.cfg.KeepaliveInterval)
+	_ = pump(ctx, a, iter.Seq2[runs.Frame, error](frames), s.cfg.KeepaliveInterval)
 	return nil
 }
 
@@ -206,8 +204,8 @@ type attached struct {
 	buf    []byte
 }
 
-func (a *attached) event(ev *sessions.Event) error {
-	b, err := json.Marshal(ev)
+func (a *attached) event(f runs.Frame) error {
+	b, err := f.JSON()
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,10 @@ type Config struct {
 	// RunRetention is how long a run's frames are kept after it ended
 	// (runs.retention, default 1h).
 	RunRetention time.Duration
+	// RunMaxEnded and RunMaxBytes bound the default run log (see
+	// runs.MemoryLogConfig; runs.max_ended, runs.max_bytes).
+	RunMaxEnded int
+	RunMaxBytes int64
 	// CORSOrigins lists the origins browsers may call from ("*" for any).
 	CORSOrigins []string
 	// Version is reported by /version.
@@ -197,7 +201,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.RunRetention = DefaultRunRetention
 	}
 	if cfg.RunLog == nil {
-		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention})
+		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention, MaxEndedRuns: cfg.RunMaxEnded,
+			MaxBytes: cfg.RunMaxBytes})
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog}), lockGet: lockGet, refs: refs}
 	if err := s.Reload(cfg.Catalog); err != nil {

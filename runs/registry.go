@@ -17,8 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentgate/agentgate/sessions"
 )
 
 // Status is where a run stands.
@@ -395,10 +393,11 @@ func (run *Run) Cancel(cause error) {
 // stops it (a consumer that went away, or one done with it).
 func (run *Run) Stop() { run.cancel(nil) }
 
-// Append adds an event to the run's log and returns its number in it (-1
-// and ErrNoLog when the registry keeps none). The run must have its id
-// (Spec.ID or SetID): its events may carry the ids of sub-invocations.
-func (run *Run) Append(ctx context.Context, ev *sessions.Event) (int64, error) {
+// Append adds a frame (its JSON, or the event: see EventLog.Append) to the
+// run's log and returns its number in it (-1 and ErrNoLog when the
+// registry keeps none). The run must have its id (Spec.ID or SetID): its
+// events may carry the ids of sub-invocations.
+func (run *Run) Append(ctx context.Context, f Frame) (int64, error) {
 	log := run.reg.cfg.Log
 	if log == nil {
 		return -1, ErrNoLog
@@ -407,7 +406,7 @@ func (run *Run) Append(ctx context.Context, ev *sessions.Event) (int64, error) {
 	if id == "" {
 		return -1, errors.New("runs: an event before the run has an id")
 	}
-	return log.Append(ctx, id, ev)
+	return log.Append(ctx, id, f)
 }
 
 // Finish records the end of the run, err being what it ended with: nil is

@@ -132,7 +132,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
 		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention,
-		Limits: cfg.Limits.Values(), Limiter: limiter})
+		Limits: cfg.Limits.Values(), Limiter: limiter,
+		RunMaxEnded: cfg.Runs.MaxEnded, RunMaxBytes: cfg.Runs.MaxBytes})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
