@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
@@ -139,4 +141,99 @@ func TestRunLog(t *testing.T) {
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Errorf("Follow after its context ended: %v", err)
 	}
+}
+
+// TestRunIndex: runs put on one store's index are read from another's (as
+// from another replica), and a cancel published on one reaches the
+// listener of the other.
+func TestRunIndex(t *testing.T) {
+	srv := startServer(t)
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	x1 := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunIndex()
+	x2 := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunIndex()
+	ctx := context.Background()
+	t0 := time.UnixMicro(time.Now().UnixMicro())
+	in := runs.Info{ID: "inv-1", App: "app", User: "u", Session: "s", Status: runs.StatusRunning, Started: t0, Updated: t0}
+	if err := x1.Put(ctx, in, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	in.Status, in.Ended, in.Updated = runs.StatusCompleted, t0.Add(time.Second), t0.Add(time.Second)
+	if err := x1.Put(ctx, in, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := x2.Get(ctx, "app", "u", "s", "inv-1")
+	if err != nil || !got.Started.Equal(in.Started) || !got.Ended.Equal(in.Ended) || got.Status != runs.StatusCompleted {
+		t.Errorf("Get on the other store: %+v %v, want %+v", got, err, in)
+	}
+	if _, err := x2.Get(ctx, "app", "u", "other", "inv-1"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("another session's run: %v", err)
+	}
+	if list, err := x2.List(ctx, "app", "u", "s"); err != nil || len(list) != 1 || list[0].ID != "inv-1" {
+		t.Errorf("List: %+v %v", list, err)
+	}
+	if ttl := x1.s.client.PTTL(ctx, x1.key("app", "u", "s")).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("the index expires in %v, want within a minute", ttl)
+	}
+
+	listenCtx, stop := context.WithCancel(ctx)
+	heard := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for id := range x2.Cancels(listenCtx) {
+			heard <- id
+		}
+	}()
+	// The subscription starts on the listener's goroutine: publish until
+	// it is heard.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for got := ""; got == ""; {
+		if err := x1.Cancel(ctx, "inv-2"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got = <-heard:
+			if got != "inv-2" {
+				t.Errorf("heard cancel of %q", got)
+			}
+		case <-tick.C:
+		}
+	}
+	stop()
+	<-done // the listener returns once its context ended
+}
+
+// BenchmarkRunLogMemory reports what Redis holds (MEMORY USAGE) for one
+// retained run of a streamed turn: 40 text deltas and a final event, as
+// /run_sse frames.
+func BenchmarkRunLogMemory(b *testing.B) {
+	srv := startServer(b)
+	st := newStore(b, Config{URL: srv.URL("")})
+	log := st.RunLog(RunLogConfig{})
+	ctx := context.Background()
+	frame := func(text string, partial bool) runs.Frame {
+		ev := &sessions.Event{ID: "3f7df883-4197-488a-b69c-dd201d235246", InvocationID: "e-b38fa3ae-52c0-47fa-9fd1-01781af5a7aa",
+			Author: "desk", Partial: partial, Timestamp: time.Now(),
+			Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
+		b, _ := json.Marshal(ev)
+		return runs.Frame{Data: b}
+	}
+	var total int64
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("e-", i)
+		for range 40 {
+			if _, err := log.Append(ctx, id, frame("a delta of text", true)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := log.Append(ctx, id, frame(strings.Repeat("a delta of text", 40), false)); err != nil {
+			b.Fatal(err)
+		}
+		if err := log.End(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		total += st.client.MemoryUsage(ctx, log.key(id)).Val()
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "redis-bytes/run")
 }
