@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -590,4 +591,110 @@ func TestMemoryLogBound(t *testing.T) {
 			t.Errorf("ended log over the bound kept: %v", got)
 		}
 	})
+}
+
+// fakeIndex is a runs.Index in memory, shared by registries as Redis is by
+// replicas.
+type fakeIndex struct {
+	mu   sync.Mutex
+	runs map[string]runs.Info
+	subs []chan string // one per listener: a cancel reaches all
+}
+
+func (x *fakeIndex) Put(_ context.Context, in runs.Info, _ time.Duration) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.runs[in.ID] = in
+	return nil
+}
+
+func (x *fakeIndex) Get(_ context.Context, app, user, session, id string) (runs.Info, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	in, ok := x.runs[id]
+	if !ok || in.App != app || in.User != user || in.Session != session {
+		return runs.Info{}, runs.ErrNotFound
+	}
+	return in, nil
+}
+
+func (x *fakeIndex) List(_ context.Context, app, user, session string) ([]runs.Info, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []runs.Info
+	for _, in := range x.runs {
+		if in.App == app && in.User == user && in.Session == session {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func (x *fakeIndex) Cancel(_ context.Context, id string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, c := range x.subs {
+		c <- id
+	}
+	return nil
+}
+
+func (x *fakeIndex) Cancels(ctx context.Context) iter.Seq[string] {
+	c := make(chan string, 8)
+	x.mu.Lock()
+	x.subs = append(x.subs, c)
+	x.mu.Unlock()
+	return func(yield func(string) bool) {
+		for {
+			select {
+			case id := <-c:
+				if !yield(id) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// Two registries on one index: each records its runs' status there, the
+// other finds and lists them, and a cancel asked on one cancels the run
+// on the other (as ErrCancelled); Close stops the listener.
+func TestRegistryIndex(t *testing.T) {
+	ctx := context.Background()
+	idx := &fakeIndex{runs: map[string]runs.Info{}}
+	a := runs.NewRegistry(runs.Config{Index: idx})
+	b := runs.NewRegistry(runs.Config{Index: idx})
+	defer a.Close()
+	defer b.Close()
+	run, runCtx, err := a.Start(ctx, runs.Spec{ID: "inv", App: "app", User: "u", Session: "s", Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, local, err := b.Lookup(ctx, "app", "u", "s", "inv")
+	if err != nil || local != nil || in.Status != runs.StatusRunning {
+		t.Errorf("Lookup on the other registry: %+v %v %v", in, local, err)
+	}
+	if _, _, err := b.Lookup(ctx, "app", "u", "other", "inv"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("another session's run: %v", err)
+	}
+	// The registries subscribe on their listeners' goroutines.
+	for subscribed := 0; subscribed < 2; time.Sleep(time.Millisecond) {
+		idx.mu.Lock()
+		subscribed = len(idx.subs)
+		idx.mu.Unlock()
+	}
+	if err := b.CancelElsewhere(ctx, "inv"); err != nil {
+		t.Fatal(err)
+	}
+	<-runCtx.Done()
+	if cause := context.Cause(runCtx); !errors.Is(cause, runs.ErrCancelled) {
+		t.Errorf("cause %v", cause)
+	}
+	run.Finish(ctx, context.Cause(runCtx))
+	list, err := b.List(ctx, "app", "u", "s")
+	if err != nil || len(list) != 1 || list[0].Status != runs.StatusCancelled {
+		t.Errorf("List on the other registry: %+v %v", list, err)
+	}
 }
