@@ -43,6 +43,11 @@ type Runs struct {
 	// Retention is how long a run's frames are kept after it ended
 	// (default 1h).
 	Retention time.Duration `yaml:"retention"`
+	// MaxEnded bounds the ended runs whose frames the in-memory run log
+	// keeps (default 10,000); MaxBytes what it holds in all (default 64
+	// MiB). Beyond either the oldest ended runs go first.
+	MaxEnded int   `yaml:"max_ended"`
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 // Server configures the HTTP server.
@@ -371,6 +376,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Runs.Retention < 0 {
 		bad("runs.retention", "must not be negative")
+	}
+	if c.Runs.MaxEnded < 0 {
+		bad("runs.max_ended", "must not be negative (0: the default)")
+	}
+	if c.Runs.MaxBytes < 0 {
+		bad("runs.max_bytes", "must not be negative (0: the default)")
 	}
 	if c.Sessions.BusyWait < 0 {
 		bad("sessions.busy_wait", "must not be negative")

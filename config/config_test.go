@@ -73,6 +73,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad limit values", "limits:\n  concurrent_turns: 0\n  requests_per_minute: -5\n",
 			[]string{"limits.concurrent_turns: must be at least 1 (leave it out for no limit), got 0", "limits.requests_per_minute: must be at least 1"}},
 		{"negative max sessions", "sessions:\n  max_sessions: -1\n", []string{"sessions.max_sessions: must not be negative (0: no bound), got -1"}},
+		{"negative run log bounds", "runs:\n  max_ended: -1\n  max_bytes: -5\n", []string{"runs.max_ended: must not be negative", "runs.max_bytes: must not be negative"}},
 		{"max sessions not a number", "sessions:\n  max_sessions: many\n", []string{"max_sessions", "many"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -294,13 +295,14 @@ func (ns *nativeStream) start() {
 
 func (ns *nativeStream) event(ev *sessions.Event) error {
 	for _, f := range ns.frames(ev) {
-		seq := ns.t.logFrame(f)
-		if ns.gone {
-			continue
-		}
+		// The log keeps the JSON the client is sent.
 		b, err := json.Marshal(f)
 		if err != nil {
 			return err
+		}
+		seq := ns.t.logData(runs.Frame{Data: b})
+		if ns.gone {
+			continue
 		}
 		ns.start()
 		if err := ns.w.idData(ns.t.frameID(seq), b); err != nil {

@@ -11,7 +11,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentgate/agentgate/runs"
-	"github.com/agentgate/agentgate/sessions"
 )
 
 // DefaultRunRetention is how long a run's frames are kept after it ended
@@ -35,7 +33,7 @@ const DefaultRunRetention = time.Hour
 const runIndexRetention = 24 * time.Hour
 
 // errRunCancelled is the cause of a run cancelled by id.
-var errRunCancelled = errors.New("the run was cancelled")
+var errRunCancelled = runs.ErrCancelled
 
 // runInfo is a run as the runs routes list it.
 type runInfo struct {
@@ -74,14 +72,14 @@ func (s *Server) nativeRuns(c *gin.Context, a *app, user, id string, tail []stri
 	if _, err := s.getVisibleSession(c.Request.Context(), a.ID, user, id); err != nil {
 		return err
 	}
-	run, err := s.sessionRun(c.Request.Context(), a, user, id, tail[1])
+	in, run, err := s.sessionRun(c.Request.Context(), a, user, id, tail[1])
 	if err != nil {
 		return err
 	}
 	if tail[2] == "cancel" {
-		return s.cancelRun(c, run)
+		return s.cancelRun(c, in, run)
 	}
-	return s.attachRun(c, run)
+	return s.attachRun(c, in.ID)
 }
 
 func (s *Server) listRuns(c *gin.Context, a *app, user, id string) error {
@@ -100,19 +98,15 @@ func (s *Server) listRuns(c *gin.Context, a *app, user, id string) error {
 	return nil
 }
 
-// sessionRun finds run inv of the session: another session's run, or
-// another user's, is as unknown as one that never was.
-func (s *Server) sessionRun(ctx context.Context, a *app, user, id, inv string) (*runs.Run, error) {
-	run, err := s.runs.Get(ctx, inv)
-	if err == nil {
-		if in := run.Info(); in.App == a.ID && in.User == user && in.Session == id {
-			return run, nil
-		}
+// sessionRun finds run inv of the session, run here (run set) or on
+// another replica (known from the shared run index): another session's
+// run, or another user's, is as unknown as one that never was.
+func (s *Server) sessionRun(ctx context.Context, a *app, user, id, inv string) (runs.Info, *runs.Run, error) {
+	in, run, err := s.runs.Lookup(ctx, a.ID, user, id, inv)
+	if errors.Is(err, runs.ErrNotFound) {
+		return runs.Info{}, nil, runNotFound(inv)
 	}
-	if err != nil && !errors.Is(err, runs.ErrNotFound) {
-		return nil, err
-	}
-	return nil, runNotFound(inv)
+	return in, run, err
 }
 
 func runNotFound(inv string) *apiError {
@@ -122,15 +116,35 @@ func runNotFound(inv string) *apiError {
 }
 
 // cancelRun cancels a run and answers it as listed once it stopped (a
-// run that ended is answered as it is).
-func (s *Server) cancelRun(c *gin.Context, run *runs.Run) error {
-	run.Cancel(errRunCancelled)
-	select {
-	case <-run.Done():
-	case <-c.Request.Context().Done():
-		return context.Cause(c.Request.Context())
+// run that ended is answered as it is). A run of another replica is
+// cancelled through the run index; it stopped when its log ended.
+func (s *Server) cancelRun(c *gin.Context, in runs.Info, run *runs.Run) error {
+	ctx := c.Request.Context()
+	if run != nil {
+		run.Cancel(errRunCancelled)
+		select {
+		case <-run.Done():
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		c.JSON(http.StatusOK, newRunInfo(run.Info()))
+		return nil
 	}
-	c.JSON(http.StatusOK, newRunInfo(run.Info()))
+	if !in.Status.Final() {
+		if err := s.runs.CancelElsewhere(ctx, in.ID); err != nil {
+			return err
+		}
+		for _, err := range s.cfg.RunLog.Follow(ctx, in.ID, -1) {
+			if err != nil && !errors.Is(err, runs.ErrTrimmed) && !errors.Is(err, runs.ErrNotFound) {
+				return err
+			}
+		}
+		var err error
+		if in, _, err = s.runs.Lookup(ctx, in.App, in.User, in.Session, in.ID); err != nil {
+			return err
+		}
+	}
+	c.JSON(http.StatusOK, newRunInfo(in))
 	return nil
 }
 
@@ -153,10 +167,9 @@ func runCursor(c *gin.Context, inv string) (int64, error) {
 	return seq, nil
 }
 
-// attachRun streams a run's frames after the cursor, then the rest live
+// attachRun streams run inv's frames after the cursor, then the rest live
 // until the run ends: the frames and ids of /run_sse.
-func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
-	inv := run.ID()
+func (s *Server) attachRun(c *gin.Context, inv string) error {
 	after, err := runCursor(c, inv)
 	if err != nil {
 		return err
@@ -176,9 +189,9 @@ func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
 		return err
 	}
 	a := &attached{w: startSSE(c.Writer, nil, nil), inv: inv, next: after + 1, cancel: cancel}
-	frames := func(yield func(*sessions.Event, error) bool) {
+	frames := func(yield func(runs.Frame, error) bool) {
 		for _, f := range first {
-			if !yield(f.Event, nil) {
+			if !yield(f, nil) {
 				return
 			}
 		}
@@ -186,12 +199,12 @@ func (s *Server) attachRun(c *gin.Context, run *runs.Run) error {
 			return
 		}
 		for f, err := range s.cfg.RunLog.Follow(ctx, inv, after+int64(len(first))) {
-			if !yield(f.Event, err) {
+			if !yield(f, err) {
 				return
 			}
 		}
 	}
-	_ = pump(ctx, a, iter.Seq2[*sessions.Event, error](frames), s.cfg.KeepaliveInterval)
+	_ = pump(ctx, a, iter.Seq2[runs.Frame, error](frames), s.cfg.KeepaliveInterval)
 	return nil
 }
 
@@ -206,8 +219,8 @@ type attached struct {
 	buf    []byte
 }
 
-func (a *attached) event(ev *sessions.Event) error {
-	b, err := json.Marshal(ev)
+func (a *attached) event(f runs.Frame) error {
+	b, err := f.JSON()
 	if err != nil {
 		return err
 	}

@@ -307,3 +307,41 @@ func TestRunsDisconnectCancelsThenExpires(t *testing.T) {
 	f.mustDo(http.StatusBadRequest, http.MethodPost, "/run_sse", sseBody(`"onDisconnect":"linger"`))
 	f.mustDo(http.StatusNotFound, http.MethodGet, "/apps/fake/users/u1/sessions/nope/runs", "")
 }
+
+// The run log's bound on ended runs (runs.max_ended): past it the oldest
+// ended run's frames go, a re-attach to it answers 410 while the run is
+// still listed, and the newer runs' frames stay.
+func TestRunsLogBoundDropsOldest(t *testing.T) {
+	verifyNoLeaks(t)
+	answer := func(_ context.Context, _ *model.Request, _ bool, yield func(*model.Response, error) bool) {
+		yield(textFinal("ok"), nil)
+	}
+	f := newNativeFixture(t, answer, func(c *gateway.Config) { c.RunMaxEnded = 2 })
+	f.createSession("fake", "s1")
+	var invs []string
+	for range 3 {
+		c := openSSE(t, f.sseRequest(http.MethodPost, "/run_sse", sseBody("")))
+		frames := c.rest()
+		c.close()
+		if len(frames) == 0 {
+			t.Fatal("a run with no frame")
+		}
+		inv, _, _ := strings.Cut(frames[0], ":")
+		invs = append(invs, inv)
+		f.waitRunStatus(inv, "completed")
+	}
+	for i, inv := range invs {
+		want := http.StatusOK
+		if i == 0 {
+			want = http.StatusGone
+		}
+		status, body := f.do(http.MethodGet, runsBase+"/"+inv+"/events", "")
+		if status != want {
+			t.Errorf("run %d of 3 (bound 2): re-attach %d %s, want %d", i, status, body, want)
+		}
+	}
+	status, body := f.do(http.MethodGet, runsBase, "")
+	if status != http.StatusOK || !strings.Contains(string(body), invs[0]) {
+		t.Errorf("the dropped run is no longer listed: %d %s", status, body)
+	}
+}

@@ -66,9 +66,17 @@ type Config struct {
 	// (default: a runs.MemoryLog keeping them RunRetention); a shared log
 	// (Redis) lets any replica serve a re-attach.
 	RunLog runs.EventLog
+	// RunIndex, when set, is the run index every replica shares (Redis):
+	// runs listed, re-attached to and cancelled from any replica. With
+	// it RunLog must be shared too.
+	RunIndex runs.Index
 	// RunRetention is how long a run's frames are kept after it ended
 	// (runs.retention, default 1h).
 	RunRetention time.Duration
+	// RunMaxEnded and RunMaxBytes bound the default run log (see
+	// runs.MemoryLogConfig; runs.max_ended, runs.max_bytes).
+	RunMaxEnded int
+	RunMaxBytes int64
 	// CORSOrigins lists the origins browsers may call from ("*" for any).
 	CORSOrigins []string
 	// Version is reported by /version.
@@ -197,9 +205,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.RunRetention = DefaultRunRetention
 	}
 	if cfg.RunLog == nil {
-		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention})
+		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention, MaxEndedRuns: cfg.RunMaxEnded,
+			MaxBytes: cfg.RunMaxBytes})
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog}), lockGet: lockGet, refs: refs}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog, Index: cfg.RunIndex}), lockGet: lockGet, refs: refs}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentgate/agentgate/agentcore/model"
-	"github.com/agentgate/agentgate/sessions"
 )
 
 // sseWriter writes a text/event-stream response, one flush per frame, or
@@ -138,8 +137,8 @@ func (p *pacer) Waiting() {
 // keepalive runs when the run has been silent, stop cancels the context
 // the run was started with. One object rather than three func values: a
 // method value passed on is an allocation each.
-type pumped interface {
-	event(ev *sessions.Event) error
+type pumped[E any] interface {
+	event(ev E) error
 	keepalive() error
 	stop()
 }
@@ -155,8 +154,8 @@ type pumped interface {
 // Events are handed over without a goroutine in between: a streamed answer
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
-func pump(ctx context.Context, p pumped, events iter.Seq2[*sessions.Event, error], interval time.Duration) error {
-	k := &keepalive{last: time.Now(), interval: interval, p: p}
+func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
+	k := &keepalive[E]{last: time.Now(), interval: interval, p: p}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -185,19 +184,19 @@ func pump(ctx context.Context, p pumped, events iter.Seq2[*sessions.Event, error
 // keepalive is a pump's timer for onIdle. Its state is one object rather
 // than variables captured by closures, which would each be allocated on
 // their own and kept for as long as the stream is open.
-type keepalive struct {
+type keepalive[E any] struct {
 	mu       sync.Mutex // serialises event and keepalive; guards the rest
 	last     time.Time  // of the latest event or keepalive
 	stopped  bool
 	idleErr  error
 	timer    *time.Timer
 	interval time.Duration
-	p        pumped
+	p        pumped[E]
 }
 
 // fire runs on the timer's goroutine: keepalive, when interval has passed
 // since the latest event or keepalive.
-func (k *keepalive) fire() {
+func (k *keepalive[E]) fire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
@@ -218,7 +217,7 @@ func (k *keepalive) fire() {
 
 // stop ends the keepalives and cancels the run; no keepalive runs after
 // it.
-func (k *keepalive) stop() {
+func (k *keepalive[E]) stop() {
 	k.mu.Lock()
 	k.stopped = true
 	k.mu.Unlock()
@@ -228,7 +227,7 @@ func (k *keepalive) stop() {
 
 // failed is the error of a pump whose ctx ended: keepalive's, else the
 // cause.
-func (k *keepalive) failed(ctx context.Context) error {
+func (k *keepalive[E]) failed(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.idleErr != nil {

@@ -120,7 +120,7 @@ type turn struct {
 	pace pacer
 }
 
-var _ pumped = (*turn)(nil)
+var _ pumped[*sessions.Event] = (*turn)(nil)
 
 func noRelease() {}
 
@@ -341,12 +341,17 @@ func (t *turn) name() {
 // clients see them (t.logFrame), rather than the runtime's events.
 type frameLogger interface{ logsFrames() }
 
-// logFrame appends a frame to the run's log and returns its number; -1
-// when it could not be logged (the run has no id yet, or the log failed:
-// the run goes on, without a cursor for that frame). The log outlives the
-// run's context: a run's last frames are logged after it was cancelled.
-func (t *turn) logFrame(ev *sessions.Event) int64 {
-	seq, err := t.rec.Append(context.Background(), ev)
+// logFrame appends a frame to the run's log, the event itself (the log
+// keeps it: events are not changed once yielded); see logData.
+func (t *turn) logFrame(ev *sessions.Event) int64 { return t.logData(runs.Frame{Event: ev}) }
+
+// logData appends a frame (an event or its JSON) to the run's log and
+// returns its number; -1 when it could not be logged (the run has no id
+// yet, or the log failed: the run goes on, without a cursor for that
+// frame). The log outlives the run's context: a run's last frames are
+// logged after it was cancelled.
+func (t *turn) logData(f runs.Frame) int64 {
+	seq, err := t.rec.Append(context.Background(), f)
 	if err != nil {
 		return -1
 	}

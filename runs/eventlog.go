@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"sync"
@@ -11,10 +12,49 @@ import (
 )
 
 // Frame is one event in a run's log. Seq numbers a run's frames from 0 in
-// the order they were appended.
+// the order they were appended. A frame holds its event's JSON (Data), or,
+// appended by a surface that never marshals it, the event itself (Event):
+// JSON returns the wire form either way.
 type Frame struct {
-	Seq   int64
+	Seq int64
+	// Data is the event in ADK's wire form, as a surface sent it.
+	Data []byte
+	// Event is the event, when Data is nil.
 	Event *sessions.Event
+}
+
+// JSON returns the frame's event in ADK's wire form: Data, or Event
+// marshalled.
+func (f Frame) JSON() ([]byte, error) {
+	if f.Data != nil {
+		return f.Data, nil
+	}
+	return json.Marshal(f.Event)
+}
+
+// size is what the frame holds, roughly, in bytes: its JSON, or an
+// estimate of the event's (a fixed part and the content's payloads).
+func (f Frame) size() int64 {
+	const frameOverhead = 64 // the Frame in its log's slice
+	if f.Data != nil || f.Event == nil {
+		return frameOverhead + int64(len(f.Data))
+	}
+	n := int64(frameOverhead + 512)
+	if c := f.Event.Content; c != nil {
+		for _, p := range c.Parts {
+			if p == nil {
+				continue
+			}
+			n += int64(len(p.Text))
+			if p.InlineData != nil {
+				n += int64(len(p.InlineData.Data))
+			}
+			if p.FunctionCall != nil || p.FunctionResponse != nil {
+				n += 256
+			}
+		}
+	}
+	return n
 }
 
 // EventLog keeps the events of runs, partial ones included, in order, so
@@ -26,9 +66,13 @@ type EventLog interface {
 	// Open starts run's log, empty, so that followers can wait on it
 	// before its first event; opening a log that exists does nothing.
 	Open(ctx context.Context, run string) error
-	// Append adds ev to run's log (starting it if need be) and returns its
-	// number. The log keeps its own copy. ErrEnded once the log ended.
-	Append(ctx context.Context, run string, ev *sessions.Event) (int64, error)
+	// Append adds f (Data or Event; Seq is ignored) to run's log
+	// (starting it if need be) and returns its number. The log keeps
+	// what it is given: the caller changes neither Data nor Event
+	// afterwards (the runtime's events are not changed once yielded; a
+	// surface's view clones one before it changes it). ErrEnded once the
+	// log ended.
+	Append(ctx context.Context, run string, f Frame) (int64, error)
 	// End marks run's log complete: followers get what is left and stop.
 	End(ctx context.Context, run string) error
 	// Read returns up to limit frames after cursor (-1 for the first
@@ -52,6 +96,12 @@ var (
 	ErrCursor = errors.New("runs: the cursor is past the end of the log")
 )
 
+// The bounds of a MemoryLog when its config leaves them zero.
+const (
+	DefaultMaxEndedRuns = 10000
+	DefaultMaxBytes     = 64 << 20
+)
+
 // MemoryLogConfig configures a MemoryLog. Zero fields mean the defaults.
 type MemoryLogConfig struct {
 	// Retention is how long a log is kept after it ended (default 10
@@ -60,6 +110,15 @@ type MemoryLogConfig struct {
 	// MaxFrames bounds each log; beyond it the oldest frames go
 	// (default 10,000).
 	MaxFrames int
+	// MaxEndedRuns bounds the ended logs kept (default
+	// DefaultMaxEndedRuns); beyond it the oldest ended go first.
+	MaxEndedRuns int
+	// MaxBytes bounds what every log together holds, roughly (Frame
+	// sizes: a frame's JSON, or an estimate of its event's; default
+	// DefaultMaxBytes): beyond it the oldest ended logs go first. Logs
+	// of live runs are never dropped (each is bounded by MaxFrames), so
+	// they alone may go over it.
+	MaxBytes int64
 	// Now replaces the clock (tests).
 	Now func() time.Time
 }
@@ -70,15 +129,24 @@ type MemoryLog struct {
 
 	mu    sync.Mutex
 	logs  map[string]*memLog
-	ended []string // ended logs in the order they ended
+	ended []endedLog // ended logs in the order they ended
+	bytes int64      // the size of every log's frames
 }
 
 var _ EventLog = (*MemoryLog)(nil)
+
+// endedLog names an ended log (a run's log dropped early may start anew
+// under its id, and end again).
+type endedLog struct {
+	run string
+	l   *memLog
+}
 
 // memLog is one run's frames: frames[i] has number first+i.
 type memLog struct {
 	first   int64
 	frames  []Frame
+	bytes   int64 // the size of frames
 	ended   bool
 	endedAt time.Time
 	// wake, when not nil, is closed at the next append or end (followers
@@ -93,6 +161,12 @@ func NewMemoryLog(cfg MemoryLogConfig) *MemoryLog {
 	}
 	if cfg.MaxFrames <= 0 {
 		cfg.MaxFrames = 10000
+	}
+	if cfg.MaxEndedRuns <= 0 {
+		cfg.MaxEndedRuns = DefaultMaxEndedRuns
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -123,27 +197,33 @@ func (m *MemoryLog) logLocked(run string) *memLog {
 }
 
 // Append implements EventLog.
-func (m *MemoryLog) Append(ctx context.Context, run string, ev *sessions.Event) (int64, error) {
+func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	ev = ev.Clone()
+	size := f.size()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sweepLocked()
 	l := m.logLocked(run)
 	if l.ended {
 		return 0, ErrEnded
 	}
-	seq := l.first + int64(len(l.frames))
-	l.frames = append(l.frames, Frame{Seq: seq, Event: ev})
+	f.Seq = l.first + int64(len(l.frames))
+	l.frames = append(l.frames, f)
+	l.bytes += size
+	m.bytes += size
 	if over := len(l.frames) - m.cfg.MaxFrames; over > 0 {
+		for _, old := range l.frames[:over] {
+			l.bytes -= old.size()
+			m.bytes -= old.size()
+		}
 		clear(l.frames[:over])
 		l.frames = l.frames[over:]
 		l.first += int64(over)
 	}
 	l.wakeLocked()
-	return seq, nil
+	m.sweepLocked()
+	return f.Seq, nil
 }
 
 // End implements EventLog. Ending a log that does not exist starts an
@@ -159,7 +239,7 @@ func (m *MemoryLog) End(ctx context.Context, run string) error {
 		return nil
 	}
 	l.ended, l.endedAt = true, m.cfg.Now()
-	m.ended = append(m.ended, run)
+	m.ended = append(m.ended, endedLog{run, l})
 	l.wakeLocked()
 	m.sweepLocked()
 	return nil
@@ -250,16 +330,21 @@ func (m *MemoryLog) Follow(ctx context.Context, run string, after int64) iter.Se
 	}
 }
 
-// sweepLocked drops ended logs past their retention.
+// sweepLocked drops ended logs past their retention, then the oldest
+// ended ones while there are more than MaxEndedRuns or the logs hold more
+// than MaxBytes.
 func (m *MemoryLog) sweepLocked() {
 	now := m.cfg.Now()
 	n := 0
 	for ; n < len(m.ended); n++ {
-		l := m.logs[m.ended[n]]
-		if l != nil && now.Sub(l.endedAt) <= m.cfg.Retention {
+		e := m.ended[n]
+		if now.Sub(e.l.endedAt) <= m.cfg.Retention && len(m.ended)-n <= m.cfg.MaxEndedRuns && m.bytes <= m.cfg.MaxBytes {
 			break
 		}
-		delete(m.logs, m.ended[n])
+		m.bytes -= e.l.bytes
+		if m.logs[e.run] == e.l {
+			delete(m.logs, e.run)
+		}
 	}
 	if n > 0 {
 		clear(m.ended[:n])

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentgate/agentgate/sessions"
 )
 
 // Status is where a run stands.
@@ -89,6 +87,9 @@ type Config struct {
 	// Log, when set, keeps every run's events (see Run.Append and
 	// Registry.Attach); without one runs keep none.
 	Log EventLog
+	// Index, when set, records every run's status for every replica and
+	// brings the cancels other replicas ask for (see Index).
+	Index Index
 	// MaxEnded bounds the ended runs kept for their retention (default
 	// 10,000); beyond it the oldest go first.
 	MaxEnded int
@@ -108,6 +109,10 @@ type Registry struct {
 	live  map[*Run]struct{}
 	byID  map[string]*Run
 	ended []*Run // kept runs in the order they ended
+	// stopListening ends the listener of the index's cancels, which
+	// closes listening when it returned.
+	stopListening context.CancelFunc
+	listening     chan struct{}
 }
 
 // NewRegistry returns an empty registry.
@@ -118,7 +123,14 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Registry{cfg: cfg, live: map[*Run]struct{}{}, byID: map[string]*Run{}}
+	r := &Registry{cfg: cfg, live: map[*Run]struct{}{}, byID: map[string]*Run{}}
+	if cfg.Index != nil {
+		var ctx context.Context
+		ctx, r.stopListening = context.WithCancel(context.Background())
+		r.listening = make(chan struct{})
+		go r.listenCancels(ctx)
+	}
+	return r
 }
 
 // Start registers a run and returns it with the context to run it under:
@@ -150,6 +162,7 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 		run.Finish(ctx, err)
 		return nil, nil, err
 	}
+	run.put(ctx)
 	return run, runCtx, nil
 }
 
@@ -176,10 +189,18 @@ func (r *Registry) Get(ctx context.Context, id string) (*Run, error) {
 }
 
 // List returns what is known of the named runs of one session (live and
-// kept), in the order they started (then by id).
+// kept, this registry's and, with an index, every replica's), in the order
+// they started (then by id).
 func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	var out []Info
+	if r.cfg.Index != nil {
+		var err error
+		if out, err = r.cfg.Index.List(ctx, app, user, session); err != nil {
+			return nil, err
+		}
 	}
 	r.mu.Lock()
 	r.sweepLocked()
@@ -188,9 +209,15 @@ func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info,
 		runs = append(runs, run)
 	}
 	r.mu.Unlock()
-	var out []Info
 	for _, run := range runs {
-		if in := run.Info(); in.App == app && in.User == user && in.Session == session {
+		in := run.Info()
+		if in.App != app || in.User != user || in.Session != session {
+			continue
+		}
+		// This registry's record of its own runs is the freshest.
+		if i := slices.IndexFunc(out, func(o Info) bool { return o.ID == in.ID }); i >= 0 {
+			out[i] = in
+		} else {
 			out = append(out, in)
 		}
 	}
@@ -223,12 +250,17 @@ func (r *Registry) Attach(ctx context.Context, id string, after int64) (iter.Seq
 	return r.cfg.Log.Follow(ctx, id, after), nil
 }
 
-// Close starts no more runs and cancels the live ones with ErrShutdown. It
-// does not wait for them (see Shutdown).
+// Close starts no more runs, stops listening to the index's cancels and
+// cancels the live runs with ErrShutdown. It does not wait for them (see
+// Shutdown).
 func (r *Registry) Close() {
 	r.mu.Lock()
 	r.closing = true
 	r.mu.Unlock()
+	if r.stopListening != nil {
+		r.stopListening()
+		<-r.listening
+	}
 	for _, run := range r.liveRuns() {
 		run.Cancel(ErrShutdown)
 	}
@@ -360,15 +392,23 @@ func (run *Run) SetID(ctx context.Context, id string) error {
 	run.info.ID = id
 	run.mu.Unlock()
 	r.mu.Unlock()
-	return r.openLog(ctx, id)
+	if err := r.openLog(ctx, id); err != nil {
+		return err
+	}
+	run.put(ctx)
+	return nil
 }
 
 // Begin moves a queued run to running.
 func (run *Run) Begin() {
 	run.mu.Lock()
-	defer run.mu.Unlock()
-	if run.info.Status == StatusQueued {
+	began := run.info.Status == StatusQueued
+	if began {
 		run.info.Status, run.info.Updated = StatusRunning, run.reg.cfg.Now()
+	}
+	run.mu.Unlock()
+	if began {
+		run.put(context.Background())
 	}
 }
 
@@ -395,10 +435,11 @@ func (run *Run) Cancel(cause error) {
 // stops it (a consumer that went away, or one done with it).
 func (run *Run) Stop() { run.cancel(nil) }
 
-// Append adds an event to the run's log and returns its number in it (-1
-// and ErrNoLog when the registry keeps none). The run must have its id
-// (Spec.ID or SetID): its events may carry the ids of sub-invocations.
-func (run *Run) Append(ctx context.Context, ev *sessions.Event) (int64, error) {
+// Append adds a frame (its JSON, or the event: see EventLog.Append) to the
+// run's log and returns its number in it (-1 and ErrNoLog when the
+// registry keeps none). The run must have its id (Spec.ID or SetID): its
+// events may carry the ids of sub-invocations.
+func (run *Run) Append(ctx context.Context, f Frame) (int64, error) {
 	log := run.reg.cfg.Log
 	if log == nil {
 		return -1, ErrNoLog
@@ -407,7 +448,7 @@ func (run *Run) Append(ctx context.Context, ev *sessions.Event) (int64, error) {
 	if id == "" {
 		return -1, errors.New("runs: an event before the run has an id")
 	}
-	return log.Append(ctx, id, ev)
+	return log.Append(ctx, id, f)
 }
 
 // Finish records the end of the run, err being what it ended with: nil is
@@ -438,6 +479,9 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	id := run.info.ID
 	run.mu.Unlock()
 	run.cancel(nil)
+	// The index says it ended before the log does: whoever waits for
+	// the log's end reads the final status.
+	run.put(ctx)
 	if log := run.reg.cfg.Log; log != nil && id != "" {
 		_ = log.End(context.WithoutCancel(ctx), id)
 	}

@@ -2,8 +2,11 @@ package runs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,10 +48,32 @@ func textEvent(inv, text string) *sessions.Event {
 		Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
 }
 
+// jsonFrame is a frame holding ev's JSON.
+func jsonFrame(t testing.TB, ev *sessions.Event) runs.Frame {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs.Frame{Data: b}
+}
+
+// frameText is the text of a frame's event, read from its JSON.
+func frameText(f runs.Frame) string {
+	b, err := f.JSON()
+	if err != nil {
+		return err.Error()
+	}
+	var ev sessions.Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return err.Error()
+	}
+	return ev.Text()
+}
+
 func texts(frames []runs.Frame) []string {
 	var out []string
 	for _, f := range frames {
-		out = append(out, fmt.Sprintf("%d:%s", f.Seq, f.Event.Text()))
+		out = append(out, fmt.Sprintf("%d:%s", f.Seq, frameText(f)))
 	}
 	return out
 }
@@ -222,11 +247,11 @@ func TestRegistryCancelPathsLeakNothing(t *testing.T) {
 						got = append(got, "error: "+err.Error())
 						break
 					}
-					got = append(got, f.Event.Text())
+					got = append(got, frameText(f))
 				}
 				followed <- got
 			}()
-			if seq, err := run.Append(runCtx, textEvent("inv", "hello")); err != nil || seq != 0 {
+			if seq, err := run.Append(runCtx, runs.Frame{Event: textEvent("inv", "hello")}); err != nil || seq != 0 {
 				t.Fatal(seq, err)
 			}
 			driven := make(chan error)
@@ -281,7 +306,7 @@ func TestRegistryWithoutLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run.Finish(ctx, nil)
-	if _, err := run.Append(ctx, textEvent("inv", "x")); !errors.Is(err, runs.ErrNoLog) {
+	if _, err := run.Append(ctx, runs.Frame{Event: textEvent("inv", "x")}); !errors.Is(err, runs.ErrNoLog) {
 		t.Errorf("Append without a log: %v", err)
 	}
 	if _, err := reg.Attach(ctx, "inv", -1); !errors.Is(err, runs.ErrNoLog) {
@@ -329,17 +354,12 @@ func TestMemoryLogReadAfterCursor(t *testing.T) {
 	if _, _, err := log.Read(ctx, "r", -1, 0); !errors.Is(err, runs.ErrNotFound) {
 		t.Errorf("Read of no log: %v", err)
 	}
-	ev := textEvent("r", "a")
 	for i, text := range []string{"a", "b", "c", "d"} {
-		if i == 0 {
-			seq, err := log.Append(ctx, "r", ev)
-			if err != nil || seq != 0 {
-				t.Fatalf("first Append = %d, %v", seq, err)
-			}
-			ev.Content.Parts[0].Text = "changed" // the log kept its own copy
-			continue
+		f := runs.Frame{Event: textEvent("r", text)}
+		if i%2 == 1 { // a frame given as its JSON
+			f = jsonFrame(t, f.Event)
 		}
-		if seq, err := log.Append(ctx, "r", textEvent("r", text)); err != nil || seq != int64(i) {
+		if seq, err := log.Append(ctx, "r", f); err != nil || seq != int64(i) {
 			t.Fatalf("Append %s = %d, %v", text, seq, err)
 		}
 	}
@@ -367,7 +387,7 @@ func TestMemoryLogReadAfterCursor(t *testing.T) {
 	if err := log.End(ctx, "r"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := log.Append(ctx, "r", textEvent("r", "e")); !errors.Is(err, runs.ErrEnded) {
+	if _, err := log.Append(ctx, "r", runs.Frame{Event: textEvent("r", "e")}); !errors.Is(err, runs.ErrEnded) {
 		t.Errorf("Append after End: %v", err)
 	}
 	frames, ended, err := log.Read(ctx, "r", 1, 1)
@@ -384,7 +404,7 @@ func TestMemoryLogRetention(t *testing.T) {
 	clk := newClock()
 	log := runs.NewMemoryLog(runs.MemoryLogConfig{Retention: time.Minute, Now: clk.Now})
 	for _, id := range []string{"old", "new"} {
-		if _, err := log.Append(ctx, id, textEvent(id, id)); err != nil {
+		if _, err := log.Append(ctx, id, runs.Frame{Event: textEvent(id, id)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -413,7 +433,7 @@ func TestMemoryLogFollowLive(t *testing.T) {
 	if err := log.Open(ctx, "r"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := log.Append(ctx, "r", textEvent("r", "e0")); err != nil {
+	if _, err := log.Append(ctx, "r", runs.Frame{Event: textEvent("r", "e0")}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 200
@@ -426,13 +446,13 @@ func TestMemoryLogFollowLive(t *testing.T) {
 					out = append(out, err.Error())
 					break
 				}
-				out = append(out, fmt.Sprintf("%d:%s", f.Seq, f.Event.Text()))
+				out = append(out, fmt.Sprintf("%d:%s", f.Seq, frameText(f)))
 			}
 			got <- out
 		}()
 	}
 	for i := 1; i < n; i++ {
-		if _, err := log.Append(ctx, "r", textEvent("r", fmt.Sprint("e", i))); err != nil {
+		if _, err := log.Append(ctx, "r", runs.Frame{Event: textEvent("r", fmt.Sprint("e", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -456,7 +476,7 @@ func TestMemoryLogFollowCancelled(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := log.Append(ctx, "r", textEvent("r", "only")); err != nil {
+	if _, err := log.Append(ctx, "r", runs.Frame{Event: textEvent("r", "only")}); err != nil {
 		t.Fatal(err)
 	}
 	res := make(chan error)
@@ -483,5 +503,198 @@ func TestMemoryLogFollowCancelled(t *testing.T) {
 	}
 	if !errors.Is(last, runs.ErrNotFound) {
 		t.Errorf("Follow of no log: %v", last)
+	}
+}
+
+// TestMemoryLogBound drives the log past its bounds on ended logs and on
+// bytes: the oldest ended logs go, one at a time, and nothing else (not a
+// live log, however old).
+func TestMemoryLogBound(t *testing.T) {
+	ctx := context.Background()
+	kept := func(log *runs.MemoryLog, ids ...string) []string {
+		var out []string
+		for _, id := range ids {
+			if _, _, err := log.Read(ctx, id, -1, 0); err == nil {
+				out = append(out, id)
+			} else if !errors.Is(err, runs.ErrNotFound) {
+				t.Fatalf("Read %s: %v", id, err)
+			}
+		}
+		return out
+	}
+	appendEnd := func(log *runs.MemoryLog, id string, data []byte) {
+		t.Helper()
+		if _, err := log.Append(ctx, id, runs.Frame{Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.End(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("ended runs", func(t *testing.T) {
+		log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxEndedRuns: 3})
+		if _, err := log.Append(ctx, "live", runs.Frame{Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		all := []string{"live"}
+		for i := range 5 {
+			id := fmt.Sprint("r", i)
+			all = append(all, id)
+			appendEnd(log, id, []byte(`{}`))
+		}
+		if d := cmp.Diff([]string{"live", "r2", "r3", "r4"}, kept(log, all...)); d != "" {
+			t.Errorf("kept logs (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run("bytes", func(t *testing.T) {
+		// Each frame counts its JSON and a fixed overhead, under 200 bytes:
+		// three frames of 100 bytes fit in 600, four do not.
+		data := []byte(`"` + strings.Repeat("x", 98) + `"`)
+		log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxBytes: 600})
+		if _, err := log.Append(ctx, "live", runs.Frame{Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		all := []string{"live"}
+		for i := range 2 {
+			id := fmt.Sprint("r", i)
+			all = append(all, id)
+			appendEnd(log, id, data)
+		}
+		if d := cmp.Diff(all, kept(log, all...)); d != "" {
+			t.Errorf("under the bound (-want +got):\n%s", d)
+		}
+		appendEnd(log, "r2", data) // the fourth frame: r0 goes
+		all = append(all, "r2")
+		if d := cmp.Diff([]string{"live", "r1", "r2"}, kept(log, all...)); d != "" {
+			t.Errorf("past the bound (-want +got):\n%s", d)
+		}
+		// Live logs alone may go over it: appending to one drops the
+		// ended ones, oldest first, and never the live one.
+		for range 3 {
+			if _, err := log.Append(ctx, "live", runs.Frame{Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := cmp.Diff([]string{"live"}, kept(log, all...)); d != "" {
+			t.Errorf("live log over the bound (-want +got):\n%s", d)
+		}
+		if frames, _, err := log.Read(ctx, "live", -1, 0); err != nil || len(frames) != 4 {
+			t.Errorf("the live log holds %d frames (%v), want 4", len(frames), err)
+		}
+		// Once ended it goes too at the next sweep past the bound.
+		if err := log.End(ctx, "live"); err != nil {
+			t.Fatal(err)
+		}
+		if got := kept(log, "live"); got != nil {
+			t.Errorf("ended log over the bound kept: %v", got)
+		}
+	})
+}
+
+// fakeIndex is a runs.Index in memory, shared by registries as Redis is by
+// replicas.
+type fakeIndex struct {
+	mu   sync.Mutex
+	runs map[string]runs.Info
+	subs []chan string // one per listener: a cancel reaches all
+}
+
+func (x *fakeIndex) Put(_ context.Context, in runs.Info, _ time.Duration) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.runs[in.ID] = in
+	return nil
+}
+
+func (x *fakeIndex) Get(_ context.Context, app, user, session, id string) (runs.Info, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	in, ok := x.runs[id]
+	if !ok || in.App != app || in.User != user || in.Session != session {
+		return runs.Info{}, runs.ErrNotFound
+	}
+	return in, nil
+}
+
+func (x *fakeIndex) List(_ context.Context, app, user, session string) ([]runs.Info, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []runs.Info
+	for _, in := range x.runs {
+		if in.App == app && in.User == user && in.Session == session {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func (x *fakeIndex) Cancel(_ context.Context, id string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, c := range x.subs {
+		c <- id
+	}
+	return nil
+}
+
+func (x *fakeIndex) Cancels(ctx context.Context) iter.Seq[string] {
+	c := make(chan string, 8)
+	x.mu.Lock()
+	x.subs = append(x.subs, c)
+	x.mu.Unlock()
+	return func(yield func(string) bool) {
+		for {
+			select {
+			case id := <-c:
+				if !yield(id) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// Two registries on one index: each records its runs' status there, the
+// other finds and lists them, and a cancel asked on one cancels the run
+// on the other (as ErrCancelled); Close stops the listener.
+func TestRegistryIndex(t *testing.T) {
+	ctx := context.Background()
+	idx := &fakeIndex{runs: map[string]runs.Info{}}
+	a := runs.NewRegistry(runs.Config{Index: idx})
+	b := runs.NewRegistry(runs.Config{Index: idx})
+	defer a.Close()
+	defer b.Close()
+	run, runCtx, err := a.Start(ctx, runs.Spec{ID: "inv", App: "app", User: "u", Session: "s", Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, local, err := b.Lookup(ctx, "app", "u", "s", "inv")
+	if err != nil || local != nil || in.Status != runs.StatusRunning {
+		t.Errorf("Lookup on the other registry: %+v %v %v", in, local, err)
+	}
+	if _, _, err := b.Lookup(ctx, "app", "u", "other", "inv"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("another session's run: %v", err)
+	}
+	// The registries subscribe on their listeners' goroutines.
+	for subscribed := 0; subscribed < 2; time.Sleep(time.Millisecond) {
+		idx.mu.Lock()
+		subscribed = len(idx.subs)
+		idx.mu.Unlock()
+	}
+	if err := b.CancelElsewhere(ctx, "inv"); err != nil {
+		t.Fatal(err)
+	}
+	<-runCtx.Done()
+	if cause := context.Cause(runCtx); !errors.Is(cause, runs.ErrCancelled) {
+		t.Errorf("cause %v", cause)
+	}
+	run.Finish(ctx, context.Cause(runCtx))
+	list, err := b.List(ctx, "app", "u", "s")
+	if err != nil || len(list) != 1 || list[0].Status != runs.StatusCancelled {
+		t.Errorf("List on the other registry: %+v %v", list, err)
 	}
 }

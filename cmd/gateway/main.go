@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/limits"
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
@@ -115,11 +117,16 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	defer closeStore()
-	// The limits are shared by the replicas when the sessions are (Redis),
-	// else counted in this process (gateway.Config's default).
+	// The limits, run log and run index are shared by the replicas when
+	// the sessions are (Redis), else kept in this process (gateway.Config's
+	// defaults).
 	var limiter limits.Limiter
+	var runLog runs.EventLog
+	var runIndex runs.Index
 	if rs, ok := store.(*sessionsredis.Store); ok {
 		limiter = rs.Limiter()
+		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention)})
+		runIndex = rs.RunIndex()
 	}
 
 	mx, err := metrics.New(metrics.Config{Spec: cfg.Spec()})
@@ -132,7 +139,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
 		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention,
-		Limits: cfg.Limits.Values(), Limiter: limiter})
+		Limits: cfg.Limits.Values(), Limiter: limiter,
+		RunMaxEnded: cfg.Runs.MaxEnded, RunMaxBytes: cfg.Runs.MaxBytes, RunLog: runLog, RunIndex: runIndex})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

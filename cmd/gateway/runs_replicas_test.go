@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// heldUpstream is an OpenAI-compatible upstream that streams "a", then
+// holds the call until release (then "b" and the end) or until the
+// gateway aborts it (aborted gets a value).
+type heldUpstream struct {
+	started, aborted chan struct{}
+	release          chan struct{}
+}
+
+func newHeldUpstream() *heldUpstream {
+	return &heldUpstream{started: make(chan struct{}, 4), aborted: make(chan struct{}, 4), release: make(chan struct{})}
+}
+
+func (u *heldUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.(http.Flusher).Flush()
+	}
+	chunk(map[string]any{"role": "assistant", "content": "a"}, nil)
+	u.started <- struct{}{}
+	select {
+	case <-u.release:
+		chunk(map[string]any{"content": "b"}, "stop")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	case <-r.Context().Done():
+		u.aborted <- struct{}{}
+	}
+}
+
+const runsReplicaConfig = `
+sessions: {backend: memory}
+log: {level: warn}
+providers:
+  - {name: up, type: openai, base_url: "%s/v1", api_key: k, max_retries: 0}
+agents:
+  - {name: desk, model: up/m}
+models:
+  - {id: desk, agent: desk}
+`
+
+// sseFrames reads "id data" pairs off an SSE body (the id of an id-only
+// block carried to the data block after it), n at most (0: all).
+func sseFrames(t *testing.T, br *bufio.Reader, n int) []string {
+	t.Helper()
+	var out []string
+	id := ""
+	for n == 0 || len(out) < n {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return out
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			out = append(out, id+" "+strings.TrimPrefix(line, "data: "))
+		}
+	}
+	return out
+}
+
+func do(t *testing.T, method, url, body string, header ...string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return http.DefaultClient.Do(req)
+}
+
+func mustRead(t *testing.T, method, url, body string, want int, header ...string) string {
+	t.Helper()
+	resp, err := do(t, method, url, body, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, url, resp.StatusCode, b, want)
+	}
+	return string(b)
+}
+
+// startRun posts a streamed run on base and returns its stream, read up
+// to its first frame, and the run's invocation id.
+func startRun(t *testing.T, base, extra string) (*http.Response, *bufio.Reader, string) {
+	t.Helper()
+	body := `{"appName":"desk","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"hi"}]}` + extra + `}`
+	resp, err := do(t, http.MethodPost, base+"/run_sse", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("/run_sse: %d", resp.StatusCode)
+	}
+	br := bufio.NewReader(resp.Body)
+	first := sseFrames(t, br, 1)
+	if len(first) != 1 {
+		t.Fatal("no first frame")
+	}
+	inv, _, _ := strings.Cut(first[0], ":")
+	return resp, br, inv
+}
+
+// waitStatus polls base's runs list until run inv has status.
+func waitStatus(t *testing.T, base, inv, status string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list []struct{ InvocationID, Status string }
+		_ = json.Unmarshal([]byte(mustRead(t, http.MethodGet, base+"/apps/desk/users/u1/sessions/s1/runs", "", 200)), &list)
+		if slices.ContainsFunc(list, func(r struct{ InvocationID, Status string }) bool {
+			return r.InvocationID == inv && r.Status == status
+		}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never %s: %v", inv, status, list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two gateway binaries on one private Redis: a run started on A with
+// onDisconnect continue finishes without its client and B serves a
+// re-attach to it (exactly the frames after the cursor); a run running on
+// A is cancelled on B (A's upstream call is aborted, the run ends
+// cancelled with a CANCELLED frame).
+func TestReplicasShareRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	redisURL, _ := startRedis(t)
+	up := newHeldUpstream()
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	bin := buildGateway(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(runsReplicaConfig, upSrv.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_URL=" + redisURL, "AGENTGATE_CONFIG="}
+	a := startGateway(t, bin, cfg, env...)
+	b := startGateway(t, bin, cfg, env...)
+	mustRead(t, http.MethodPost, a+"/apps/desk/users/u1/sessions", `{"sessionId":"s1"}`, 200)
+	runs := "/apps/desk/users/u1/sessions/s1/runs/"
+
+	// onDisconnect continue on A; the client goes; the run finishes.
+	resp, _, inv := startRun(t, a, `,"onDisconnect":"continue"`)
+	<-up.started
+	resp.Body.Close()
+	up.release <- struct{}{}
+	waitStatus(t, b, inv, "completed")
+	attach := func(base, inv, cursor string) []string {
+		resp, err := do(t, http.MethodGet, base+runs+inv+"/events", "", "Last-Event-ID", cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("re-attach on %s: %d", base, resp.StatusCode)
+		}
+		return sseFrames(t, bufio.NewReader(resp.Body), 0)
+	}
+	all, onB := attach(a, inv, ""), attach(b, inv, inv+":0")
+	if len(all) < 2 || !slices.Equal(all[1:], onB) {
+		t.Errorf("re-attach on B after %s:0:\n%q\nall frames on A:\n%q", inv, onB, all)
+	}
+	for i, f := range onB {
+		if !strings.HasPrefix(f, fmt.Sprintf("%s:%d ", inv, i+1)) {
+			t.Errorf("frame %d on B: %s", i, f)
+		}
+	}
+
+	// A run running on A, cancelled on B.
+	resp, br, inv2 := startRun(t, a, "")
+	defer resp.Body.Close()
+	<-up.started
+	var info struct{ Status string }
+	if err := json.Unmarshal([]byte(mustRead(t, http.MethodPost, b+runs+inv2+"/cancel", "", 200)), &info); err != nil || info.Status != "cancelled" {
+		t.Errorf("cancel on B: %+v %v", info, err)
+	}
+	select {
+	case <-up.aborted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's upstream call was not aborted")
+	}
+	if rest := sseFrames(t, br, 0); len(rest) == 0 || !strings.Contains(rest[len(rest)-1], `"error"`) {
+		t.Errorf("A's client after the cancel: %q", rest)
+	}
+	frames := attach(b, inv2, "")
+	if len(frames) == 0 || !strings.Contains(frames[len(frames)-1], `"errorCode":"CANCELLED"`) {
+		t.Errorf("frames of the cancelled run on B: %q", frames)
+	}
+	waitStatus(t, a, inv2, "cancelled")
+}
+
+// SIGTERM on a replica mid-run: after server.shutdown_grace its run ends
+// with errorCode SHUTDOWN as the last frame stored, which the other
+// replica serves once the first has exited; for a run whose client is
+// attached (it gets the error frame) and for one that went on without its
+// client (its handler still drives it, so the server's shutdown waits for
+// it as for an attached one).
+func TestSIGTERMEndsRunsWithShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	redisURL, _ := startRedis(t)
+	up := newHeldUpstream()
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	defer close(up.release)
+	bin := buildGateway(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	conf := fmt.Sprintf(runsReplicaConfig, upSrv.URL) + "server: {shutdown_grace: 200ms}\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_URL=" + redisURL, "AGENTGATE_CONFIG="}
+	b := startGateway(t, bin, cfg, env...)
+	for _, attached := range []bool{false, true} {
+		t.Run(fmt.Sprint("attached=", attached), func(t *testing.T) {
+			addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			cmd := exec.Command(bin, "-config", cfg, "-addr", addr)
+			cmd.Env = append(os.Environ(), env...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			waitTCP(t, addr)
+			a := "http://" + addr
+			session := fmt.Sprint("s-", attached)
+			mustRead(t, http.MethodPost, a+"/apps/desk/users/u1/sessions", `{"sessionId":"`+session+`"}`, 200)
+			body := `{"appName":"desk","userId":"u1","sessionId":"` + session + `","streaming":true,"newMessage":{"parts":[{"text":"hi"}]}`
+			if !attached {
+				body += `,"onDisconnect":"continue"`
+			}
+			resp, err := do(t, http.MethodPost, a+"/run_sse", body+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			first := sseFrames(t, br, 1)
+			if len(first) != 1 {
+				t.Fatal("no first frame")
+			}
+			inv, _, _ := strings.Cut(first[0], ":")
+			<-up.started
+			if !attached {
+				resp.Body.Close()
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if attached {
+				if rest := sseFrames(t, br, 0); len(rest) == 0 || !strings.Contains(rest[len(rest)-1], `"error"`) {
+					t.Errorf("the attached client after SIGTERM: %q", rest)
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("exit after SIGTERM: %v", err)
+			}
+			<-up.aborted
+			runs := b + "/apps/desk/users/u1/sessions/" + session + "/runs"
+			resp2, err := do(t, http.MethodGet, runs+"/"+inv+"/events", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames := sseFrames(t, bufio.NewReader(resp2.Body), 0)
+			resp2.Body.Close()
+			if len(frames) < 2 || !strings.Contains(frames[len(frames)-1], `"errorCode":"SHUTDOWN"`) {
+				t.Errorf("frames of run %s after SIGTERM, on the other replica: %q", inv, frames)
+			}
+			var list []struct{ InvocationID, Status string }
+			_ = json.Unmarshal([]byte(mustRead(t, http.MethodGet, runs, "", 200)), &list)
+			if len(list) != 1 || list[0].Status != "failed" {
+				t.Errorf("runs after SIGTERM: %+v", list)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+)
+
+// ErrCancelled is the cause of a run cancelled by id (Registry.Cancel, or
+// a cancel another replica asked for through the Index).
+var ErrCancelled = errors.New("the run was cancelled")
+
+// Index is a record of runs shared by every replica (the Redis one): what
+// each session's runs are and where they stand, and a way to ask the
+// replica running one to cancel it. A registry with an index records in it
+// every change of its runs' status, and cancels its runs others ask it to.
+type Index interface {
+	// Put records what is known of a named run (in.ID, of in.App,
+	// in.User and in.Session), kept for retention after its last Put.
+	Put(ctx context.Context, in Info, retention time.Duration) error
+	// Get returns run id of a session; ErrNotFound when there is none.
+	Get(ctx context.Context, app, user, session, id string) (Info, error)
+	// List returns a session's runs, in no particular order.
+	List(ctx context.Context, app, user, session string) ([]Info, error)
+	// Cancel asks whichever replica runs id to cancel it (every replica
+	// listening to Cancels hears it).
+	Cancel(ctx context.Context, id string) error
+	// Cancels yields the ids of the runs some replica asked to cancel,
+	// until ctx is done.
+	Cancels(ctx context.Context) iter.Seq[string]
+}
+
+// listenCancels cancels the live runs others ask to, until ctx is done.
+func (r *Registry) listenCancels(ctx context.Context) {
+	defer close(r.listening)
+	for id := range r.cfg.Index.Cancels(ctx) {
+		r.mu.Lock()
+		run := r.byID[id]
+		r.mu.Unlock()
+		if run != nil {
+			run.Cancel(ErrCancelled)
+		}
+	}
+}
+
+// put records the run's info in the index, if any (best effort: a replica
+// that cannot reach it still runs its runs).
+func (run *Run) put(ctx context.Context) {
+	idx := run.reg.cfg.Index
+	if idx == nil {
+		return
+	}
+	in := run.Info()
+	if in.ID == "" {
+		return
+	}
+	_ = idx.Put(context.WithoutCancel(ctx), in, run.retention)
+}
+
+// Lookup returns what is known of run id of a session: from this
+// registry (with the run), else from the index (run nil: it runs, or
+// ran, on another replica). ErrNotFound when neither knows it.
+func (r *Registry) Lookup(ctx context.Context, app, user, session, id string) (Info, *Run, error) {
+	run, err := r.Get(ctx, id)
+	if err == nil {
+		if in := run.Info(); in.App == app && in.User == user && in.Session == session {
+			return in, run, nil
+		}
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Info{}, nil, err
+	}
+	if r.cfg.Index == nil {
+		return Info{}, nil, ErrNotFound
+	}
+	in, err := r.cfg.Index.Get(ctx, app, user, session, id)
+	return in, nil, err
+}
+
+// CancelElsewhere asks the replica running id to cancel it, through the
+// index; ErrNotFound without one.
+func (r *Registry) CancelElsewhere(ctx context.Context, id string) error {
+	if r.cfg.Index == nil {
+		return ErrNotFound
+	}
+	return r.cfg.Index.Cancel(ctx, id)
+}

@@ -1,0 +1,143 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentgate/agentgate/runs"
+)
+
+// RunIndex is a runs.Index in Redis: a session's runs are the HASH
+// "<prefix>{app|user}:runs:<session>" (invocation id -> the run's status
+// and times as JSON), expiring the retention of its latest write later;
+// a cancel is a message (the run's id) on the channel
+// "<prefix>runs:cancel", which every replica's registry listens to. See
+// docs/sessions.md.
+type RunIndex struct{ s *Store }
+
+var _ runs.Index = (*RunIndex)(nil)
+
+// RunIndex returns the store's run index, on its client and key prefix.
+func (s *Store) RunIndex() *RunIndex { return &RunIndex{s: s} }
+
+// indexedRun is a run as its index field holds it (times in unix µs).
+type indexedRun struct {
+	Status  runs.Status `json:"status"`
+	Started int64       `json:"started"`
+	Updated int64       `json:"updated"`
+	Ended   int64       `json:"ended,omitempty"`
+}
+
+func (x *RunIndex) key(app, user, session string) string {
+	return x.s.userBase(app, user) + "runs:" + session
+}
+
+func (x *RunIndex) channel() string { return x.s.prefix + "runs:cancel" }
+
+// Put implements runs.Index.
+func (x *RunIndex) Put(ctx context.Context, in runs.Info, retention time.Duration) error {
+	v := indexedRun{Status: in.Status, Started: in.Started.UnixMicro(), Updated: in.Updated.UnixMicro()}
+	if !in.Ended.IsZero() {
+		v.Ended = in.Ended.UnixMicro()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	key := x.key(in.App, in.User, in.Session)
+	_, err = x.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.HSet(ctx, key, in.ID, b)
+		p.PExpire(ctx, key, max(retention, time.Second))
+		return nil
+	})
+	if err != nil {
+		return x.s.fail(ctx, "run index", err)
+	}
+	return nil
+}
+
+func decodeRun(app, user, session, id, js string) (runs.Info, error) {
+	var v indexedRun
+	if err := json.Unmarshal([]byte(js), &v); err != nil {
+		return runs.Info{}, corrupt("run index entry " + id)
+	}
+	in := runs.Info{ID: id, App: app, User: user, Session: session, Status: v.Status,
+		Started: time.UnixMicro(v.Started), Updated: time.UnixMicro(v.Updated)}
+	if v.Ended != 0 {
+		in.Ended = time.UnixMicro(v.Ended)
+	}
+	return in, nil
+}
+
+// Get implements runs.Index.
+func (x *RunIndex) Get(ctx context.Context, app, user, session, id string) (runs.Info, error) {
+	js, err := x.s.client.HGet(ctx, x.key(app, user, session), id).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return runs.Info{}, runs.ErrNotFound
+	case err != nil:
+		return runs.Info{}, x.s.fail(ctx, "run index", err)
+	}
+	return decodeRun(app, user, session, id, js)
+}
+
+// List implements runs.Index.
+func (x *RunIndex) List(ctx context.Context, app, user, session string) ([]runs.Info, error) {
+	all, err := x.s.client.HGetAll(ctx, x.key(app, user, session)).Result()
+	if err != nil {
+		return nil, x.s.fail(ctx, "run index", err)
+	}
+	out := make([]runs.Info, 0, len(all))
+	for id, js := range all {
+		in, err := decodeRun(app, user, session, id, js)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Cancel implements runs.Index: it publishes the run's id.
+func (x *RunIndex) Cancel(ctx context.Context, id string) error {
+	if err := x.s.client.Publish(ctx, x.channel(), id).Err(); err != nil {
+		return x.s.fail(ctx, "run cancel", err)
+	}
+	return nil
+}
+
+// Cancels implements runs.Index: the ids published on the channel, while
+// subscribed (go-redis resubscribes after a lost connection; a cancel
+// published meanwhile is missed).
+func (x *RunIndex) Cancels(ctx context.Context) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		sub := x.s.client.Subscribe(ctx, x.channel())
+		defer sub.Close()
+		// A read blocked on the connection ends when it is closed.
+		defer context.AfterFunc(ctx, func() { _ = sub.Close() })()
+		for {
+			msg, err := sub.ReceiveMessage(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				// Receive reconnects on its own; wait a little before
+				// the next try so that a Redis down is no busy loop.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			if !yield(msg.Payload) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+func runFrame(text string) runs.Frame {
+	return runs.Frame{Data: []byte(`"` + text + `"`)}
+}
+
+func frameTexts(t *testing.T, frames []runs.Frame) []string {
+	t.Helper()
+	var out []string
+	for _, f := range frames {
+		var s string
+		if err := json.Unmarshal(f.Data, &s); err != nil {
+			t.Fatalf("frame %d: %v", f.Seq, err)
+		}
+		out = append(out, fmt.Sprintf("%d:%s", f.Seq, s))
+	}
+	return out
+}
+
+// TestRunLog: the Redis run log numbers, reads after a cursor, bounds,
+// ends and expires a run's frames as the memory log does.
+func TestRunLog(t *testing.T) {
+	srv := startServer(t)
+	st := newStore(t, Config{URL: srv.URL("")})
+	log := st.RunLog(RunLogConfig{Retention: time.Minute, MaxFrames: 3})
+	ctx := context.Background()
+	if _, _, err := log.Read(ctx, "r", -1, 0); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Read of no log: %v", err)
+	}
+	if err := log.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if frames, ended, err := log.Read(ctx, "r", -1, 0); err != nil || ended || len(frames) != 0 {
+		t.Errorf("Read of an open, empty log: %v %v %v", frames, ended, err)
+	}
+	if err := log.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"a", "b", "c", "d"} {
+		f := runFrame(text)
+		if i == 1 { // a frame given as its event is stored as its JSON
+			f = runs.Frame{Event: &sessions.Event{ID: "b"}}
+		}
+		if seq, err := log.Append(ctx, "r", f); err != nil || seq != int64(i) {
+			t.Fatalf("Append %s = %d, %v", text, seq, err)
+		}
+	}
+	for _, tc := range []struct {
+		after, limit int
+		want         []string
+		err          error
+	}{
+		{after: 1, want: []string{"2:c", "3:d"}},
+		{after: 1, limit: 1, want: []string{"2:c"}},
+		{after: 3, want: nil},
+		{after: -1, err: runs.ErrTrimmed}, // frames 0 and 1 are gone (MaxFrames 3)
+		{after: 4, err: runs.ErrCursor},
+		{after: -2, err: runs.ErrCursor},
+	} {
+		frames, ended, err := log.Read(ctx, "r", int64(tc.after), tc.limit)
+		if !errors.Is(err, tc.err) || ended {
+			t.Errorf("Read(after %d) ended %v err %v, want %v", tc.after, ended, err, tc.err)
+		}
+		if d := cmp.Diff(tc.want, frameTexts(t, frames)); d != "" {
+			t.Errorf("Read(after %d) (-want +got):\n%s", tc.after, d)
+		}
+	}
+	// Follow gets what is there, then what comes, until the end.
+	got := make(chan []string, 1)
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var out []runs.Frame
+		for f, err := range log.Follow(followCtx, "r", 2) {
+			if err != nil {
+				t.Errorf("Follow: %v", err)
+				break
+			}
+			out = append(out, f)
+		}
+		got <- frameTexts(t, out)
+	}()
+	if _, err := log.Append(ctx, "r", runFrame("e")); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"3:d", "4:e"}, <-got); d != "" {
+		t.Errorf("Follow (-want +got):\n%s", d)
+	}
+	if _, err := log.Append(ctx, "r", runFrame("x")); !errors.Is(err, runs.ErrEnded) {
+		t.Errorf("Append after End: %v", err)
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Errorf("End again: %v", err)
+	}
+	if frames, ended, err := log.Read(ctx, "r", 3, 1); err != nil || !ended || len(frames) != 1 {
+		t.Errorf("a read to the end of an ended log: %v ended %v %v", frameTexts(t, frames), ended, err)
+	}
+	if _, ended, err := log.Read(ctx, "r", 2, 1); err != nil || ended {
+		t.Errorf("a partial read of an ended log says ended %v (%v)", ended, err)
+	}
+	if _, _, err := log.Read(ctx, "r", 5, 0); !errors.Is(err, runs.ErrCursor) {
+		t.Errorf("a cursor on the end entry: %v", err)
+	}
+	ttl := st.client.PTTL(ctx, log.key("r")).Val()
+	if ttl <= 0 || ttl > time.Minute {
+		t.Errorf("the log expires in %v, want within runs.retention (1m)", ttl)
+	}
+	// A follower of a live log stops with its context.
+	if err := log.Open(ctx, "live"); err != nil {
+		t.Fatal(err)
+	}
+	liveCtx, stop := context.WithCancel(ctx)
+	errs := make(chan error, 1)
+	go func() {
+		for _, err := range log.Follow(liveCtx, "live", -1) {
+			errs <- err
+			return
+		}
+		errs <- nil
+	}()
+	stop()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Errorf("Follow after its context ended: %v", err)
+	}
+}
+
+// TestRunIndex: runs put on one store's index are read from another's (as
+// from another replica), and a cancel published on one reaches the
+// listener of the other.
+func TestRunIndex(t *testing.T) {
+	srv := startServer(t)
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	x1 := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunIndex()
+	x2 := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunIndex()
+	ctx := context.Background()
+	t0 := time.UnixMicro(time.Now().UnixMicro())
+	in := runs.Info{ID: "inv-1", App: "app", User: "u", Session: "s", Status: runs.StatusRunning, Started: t0, Updated: t0}
+	if err := x1.Put(ctx, in, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	in.Status, in.Ended, in.Updated = runs.StatusCompleted, t0.Add(time.Second), t0.Add(time.Second)
+	if err := x1.Put(ctx, in, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := x2.Get(ctx, "app", "u", "s", "inv-1")
+	if err != nil || !got.Started.Equal(in.Started) || !got.Ended.Equal(in.Ended) || got.Status != runs.StatusCompleted {
+		t.Errorf("Get on the other store: %+v %v, want %+v", got, err, in)
+	}
+	if _, err := x2.Get(ctx, "app", "u", "other", "inv-1"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("another session's run: %v", err)
+	}
+	if list, err := x2.List(ctx, "app", "u", "s"); err != nil || len(list) != 1 || list[0].ID != "inv-1" {
+		t.Errorf("List: %+v %v", list, err)
+	}
+	if ttl := x1.s.client.PTTL(ctx, x1.key("app", "u", "s")).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("the index expires in %v, want within a minute", ttl)
+	}
+
+	listenCtx, stop := context.WithCancel(ctx)
+	heard := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for id := range x2.Cancels(listenCtx) {
+			heard <- id
+		}
+	}()
+	// The subscription starts on the listener's goroutine: publish until
+	// it is heard.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for got := ""; got == ""; {
+		if err := x1.Cancel(ctx, "inv-2"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got = <-heard:
+			if got != "inv-2" {
+				t.Errorf("heard cancel of %q", got)
+			}
+		case <-tick.C:
+		}
+	}
+	stop()
+	<-done // the listener returns once its context ended
+}
+
+// BenchmarkRunLogMemory reports what Redis holds (MEMORY USAGE) for one
+// retained run of a streamed turn: 40 text deltas and a final event, as
+// /run_sse frames.
+func BenchmarkRunLogMemory(b *testing.B) {
+	srv := startServer(b)
+	st := newStore(b, Config{URL: srv.URL("")})
+	log := st.RunLog(RunLogConfig{})
+	ctx := context.Background()
+	frame := func(text string, partial bool) runs.Frame {
+		ev := &sessions.Event{ID: "3f7df883-4197-488a-b69c-dd201d235246", InvocationID: "e-b38fa3ae-52c0-47fa-9fd1-01781af5a7aa",
+			Author: "desk", Partial: partial, Timestamp: time.Now(),
+			Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
+		b, _ := json.Marshal(ev)
+		return runs.Frame{Data: b}
+	}
+	var total int64
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("e-", i)
+		for range 40 {
+			if _, err := log.Append(ctx, id, frame("a delta of text", true)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := log.Append(ctx, id, frame(strings.Repeat("a delta of text", 40), false)); err != nil {
+			b.Fatal(err)
+		}
+		if err := log.End(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		total += st.client.MemoryUsage(ctx, log.key(id)).Val()
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "redis-bytes/run")
+}
