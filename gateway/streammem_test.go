@@ -45,13 +45,14 @@ const heldStreams = 200
 // therefore runs below padFrames frames of padFrame bytes (padStack), which
 // put the deepest point stackMargin short of the request goroutine's stack
 // size: the test fails once the path to the first flush deepens by about
-// that much. Calibrated at 2adae07 with go1.26.8 (linux/amd64) by raising
+// that much. Calibrated at 3d33415 with go1.26.8 (linux/amd64) by raising
 // the padding until the stack doubled: without -race the request
-// goroutine's 16 KiB overflowed at 16 frames, with 8 frames (2 KiB, what a
-// transfer and an agent tool add) the margin is about 2 KiB; the race
-// detector's instrumented frames are larger (16 KiB overflowed at 3
-// frames, 32 KiB at 58), so under -race the padding takes the deepest
-// point to about 2.3 KiB short of 32 KiB instead. When a change makes the
+// goroutine's 16 KiB overflowed at 15 frames, so with 8 frames (2 KiB,
+// what a transfer and an agent tool add) the margin is about 1.9 KiB; the
+// race detector's instrumented frames are larger (unpadded, the path was
+// within half a KiB of 16 KiB at 2adae07; 32 KiB overflowed at 57 frames),
+// so under -race the padding takes the deepest point to about 2.3 KiB
+// short of 32 KiB instead. When a change makes the
 // path shallower, nothing fails; when it must make it deeper, measure the
 // overflow again (raise padFrames until the stacks figure jumps) and say
 // why in the commit.
