@@ -16,9 +16,9 @@ import (
 // AgentTool calls an agent as a function. The child runs in its own
 // sub-conversation (session "<session>/<agent>", nested for deeper levels),
 // shares the caller's cancellation and model-call budget, and runs under
-// invocation id "<parent>.sub.<agent>". The caller gets {"text": ...} with
-// the newline-joined text of the child's events, plus "error" when a child
-// event carried one. When the child pauses on a long-running call, the
+// invocation id "<parent>.sub.<agent>" (SubInvocationID). The caller gets
+// {"text": ...} with the newline-joined text of the child's events, plus
+// "error" when a child event carried one. When the child pauses on a long-running call, the
 // caller's invocation pauses too and resumes through it.
 type AgentTool struct {
 	agent Agent
@@ -110,7 +110,7 @@ func (t *AgentTool) Run(ctx context.Context, tc *ToolContext, args map[string]an
 		cfg.Streaming = false
 	}
 	child := &turn{root: t.agent, index: t.index, svc: parent.sh.svc, cfg: cfg, llmCalls: parent.sh.llmCalls,
-		usage: parent.sh.usage, params: parent.sh.params, routeRoot: true, invID: parent.id + ".sub." + t.agent.Name(),
+		usage: parent.sh.usage, params: parent.sh.params, routeRoot: true, invID: SubInvocationID(parent.id, t.agent.Name()),
 		subLocks: parent.sh.subLocks, rootValues: values, secrets: parent.sh.pstate.secrets}
 	var texts []string
 	var errMsg string

@@ -124,35 +124,7 @@ func hasData(c *genai.Content) bool {
 // over, so that no call is covered without its response).
 func (c *compactor) due(evs []*sessions.Event) bool {
 	since := evs[sessions.LastCompaction(evs)+1:]
-	return userTurns(since) >= c.cfg.Interval && !hasOpenCalls(since)
-}
-
-// hasOpenCalls reports whether a function call in evs has no response yet
-// (a long-running call: none from the user).
-func hasOpenCalls(evs []*sessions.Event) bool {
-	answered := map[string]bool{}
-	longRunning := map[string]bool{}
-	for _, ev := range evs {
-		for _, id := range ev.LongRunningToolIDs {
-			longRunning[id] = true
-		}
-		for _, r := range ev.FunctionResponses() {
-			if !longRunning[r.ID] || ev.Author == "user" {
-				answered[r.ID] = true
-			}
-		}
-	}
-	for _, ev := range evs {
-		if ev.Author == "user" {
-			continue
-		}
-		for _, call := range ev.FunctionCalls() {
-			if !answered[call.ID] {
-				return true
-			}
-		}
-	}
-	return false
+	return userTurns(since) >= c.cfg.Interval && len(openCalls("", since, "")) == 0
 }
 
 // start compacts sess in the background when it is due. The caller's turn

@@ -403,8 +403,7 @@ func (a *LlmAgent) stampOutput(ev *sessions.Event) {
 }
 
 // pendingCalls finds this agent's latest model event with function calls
-// that still lack responses (a paused turn). Long-running calls count as
-// answered only by a user-supplied response.
+// that still lack responses (a paused turn; see OpenCallsIn).
 func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.FunctionCall) {
 	evs := inv.Events()
 	var last *sessions.Event
@@ -428,22 +427,10 @@ func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.Func
 	if last == nil {
 		return nil, nil
 	}
-	longRunning := map[string]bool{}
-	for _, id := range last.LongRunningToolIDs {
-		longRunning[id] = true
-	}
-	answered := map[string]bool{}
-	for _, ev := range evs[lastIdx+1:] {
-		for _, r := range ev.FunctionResponses() {
-			if !longRunning[r.ID] || ev.Author == "user" {
-				answered[r.ID] = true
-			}
-		}
-	}
 	var pending []*genai.FunctionCall
-	for _, c := range last.FunctionCalls() {
-		if !answered[c.ID] {
-			pending = append(pending, c)
+	for _, c := range openCalls("", evs[lastIdx:], inv.id) {
+		if c.Event == last {
+			pending = append(pending, c.Call)
 		}
 	}
 	return last, pending

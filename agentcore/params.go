@@ -172,31 +172,6 @@ func declaredParams(a Agent) ([]ParamSpec, bool) {
 	return d.Parameters(), true
 }
 
-// walkTree visits every agent of a tree: sub-agents and agents called as
-// tools, each once.
-func walkTree(root Agent, visit func(Agent)) {
-	seen := map[Agent]bool{}
-	var walk func(a Agent)
-	walk = func(a Agent) {
-		if a == nil || seen[a] {
-			return
-		}
-		seen[a] = true
-		visit(a)
-		for _, s := range a.SubAgents() {
-			walk(s)
-		}
-		if la, ok := a.(*LlmAgent); ok {
-			for _, t := range la.cfg.Tools {
-				if at, ok := t.(*AgentTool); ok {
-					walk(at.agent)
-				}
-			}
-		}
-	}
-	walk(root)
-}
-
 // TreeParams lists the parameters declared anywhere in a tree (agents
 // called as tools included), by name: the first declaration met, depth
 // first from the root. Callers may supply values for these names only.

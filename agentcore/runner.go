@@ -515,48 +515,25 @@ type callLocation struct {
 	viaCall string
 }
 
-// locate finds the call a function response answers, searching this
-// session, then the sub-conversations of agent-tool calls still waiting.
+// locate finds the call a function response answers: an open call of this
+// session, else one open in the sub-conversation of an agent-tool call
+// still waiting (the newest such call first). The sub-conversations are
+// read only when the call is not here.
 func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string) (callLocation, error) {
-	// A call is still open when no response answers it (for long-running
-	// calls: no response from the client).
-	answered := map[string]bool{}
-	longRunning := map[string]bool{}
-	for _, ev := range sess.Events {
-		for _, id := range ev.LongRunningToolIDs {
-			longRunning[id] = true
-		}
-		for _, r := range ev.FunctionResponses() {
-			if !longRunning[r.ID] || ev.Author == "user" {
-				answered[r.ID] = true
-			}
+	own, _ := OpenCallsIn(sess, "")
+	for i := len(own) - 1; i >= 0; i-- {
+		if c := own[i]; c.Call.ID == callID {
+			return callLocation{author: c.Event.Author, invID: c.Event.InvocationID, name: c.Call.Name}, nil
 		}
 	}
-	for i := len(sess.Events) - 1; i >= 0; i-- {
-		ev := sess.Events[i]
-		for _, c := range ev.FunctionCalls() {
-			if c.ID == callID && !answered[c.ID] && ev.Author != "user" {
-				return callLocation{author: ev.Author, invID: ev.InvocationID, name: c.Name}, nil
-			}
-		}
+	open, err := appendOpenCalls(ctx, t.svc.sessions, sess, own, nil, nil)
+	if err != nil {
+		return callLocation{}, err
 	}
-	for i := len(sess.Events) - 1; i >= 0; i-- {
-		ev := sess.Events[i]
-		for _, c := range ev.FunctionCalls() {
-			if answered[c.ID] || ev.Author == "user" {
-				continue
-			}
-			child, err := t.svc.sessions.Get(ctx, sessions.GetRequest{AppName: sess.AppName, UserID: sess.UserID, SessionID: sessions.ChildID(sess.ID, c.Name),
-				Window: turnWindow})
-			if errors.Is(err, sessions.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return callLocation{}, err
-			}
-			if _, err := t.locate(ctx, child, callID); err == nil {
-				return callLocation{author: ev.Author, invID: ev.InvocationID, viaCall: c.ID}, nil
-			}
+	for i := len(open) - 1; i >= 0; i-- {
+		if c := open[i]; c.Via != nil && c.Call.ID == callID {
+			top := c.Root()
+			return callLocation{author: top.Event.Author, invID: top.Event.InvocationID, viaCall: top.Call.ID}, nil
 		}
 	}
 	return callLocation{}, &UnknownCallError{ID: callID}

@@ -30,102 +30,91 @@ func indexTree(root Agent) (*treeIndex, error) {
 	}
 	ix := &treeIndex{root: root, byName: map[string]Agent{}, parent: map[string]Agent{}}
 	var errs []error
-	onPath := map[Agent]bool{}
-	var walk func(a, parent Agent, path string)
-	walk = func(a, parent Agent, path string) {
-		if a == nil {
-			errs = append(errs, fmt.Errorf("agent tree: nil sub-agent under %q", path))
-			return
+	// Agents called as tools run in sub-conversations: they are checked for
+	// cycles (an agent that ends up calling itself, the first one met per
+	// agent tool) but are not transfer targets of this tree. toolDepth is
+	// the depth of the agent-tool edge whose subtree the walk is in (-1 in
+	// the transfer tree); toolFailed, whether that subtree has reported.
+	toolDepth, toolFailed := -1, false
+	Walk(root, func(n TreeNode) bool {
+		depth := len(n.Path)
+		if toolDepth >= 0 && depth <= toolDepth {
+			toolDepth = -1
 		}
-		name := a.Name()
-		if name == "" {
-			errs = append(errs, fmt.Errorf("agent tree: agent under %q has an empty name", path))
-			return
+		if toolDepth < 0 && n.Edge == EdgeAgentTool {
+			toolDepth, toolFailed = depth, false
 		}
-		if !agentNameRE.MatchString(name) {
-			errs = append(errs, fmt.Errorf("agent %q: name must match %s", name, agentNameRE))
-		}
-		if onPath[a] {
-			errs = append(errs, fmt.Errorf("agent %q: cycle in the agent tree (%s -> %s)", name, path, name))
-			return
-		}
-		if prev, dup := ix.byName[name]; dup {
-			if prev == a {
-				errs = append(errs, fmt.Errorf("agent %q: appears twice in the tree (under %q)", name, path))
-			} else {
-				errs = append(errs, fmt.Errorf("agent %q: duplicate agent name in the tree", name))
+		if toolDepth >= 0 {
+			switch {
+			case toolFailed:
+			case n.Agent == nil:
+				errs, toolFailed = append(errs, fmt.Errorf("agent %q: nil agent tool", n.Parent().Name())), true
+			case n.Cycle():
+				errs, toolFailed = append(errs, fmt.Errorf("agent %q: cycle: calls %q as a tool, which is its own ancestor", n.Parent().Name(), n.Agent.Name())), true
 			}
-			return
+			return !toolFailed
 		}
-		ix.byName[name] = a
-		ix.order = append(ix.order, name)
-		if parent != nil {
-			ix.parent[name] = parent
-		}
-		onPath[a] = true
-		defer delete(onPath, a)
-		for _, s := range a.SubAgents() {
-			walk(s, a, name)
-		}
-		// Agents called as tools run in sub-conversations; they are checked
-		// for cycles (an agent that ends up calling itself) but are not
-		// transfer targets of this tree.
-		if la, ok := a.(*LlmAgent); ok {
-			for _, t := range la.cfg.Tools {
-				if at, ok := t.(*AgentTool); ok {
-					if err := checkToolCycle(at.agent, onPath, name); err != nil {
-						errs = append(errs, err)
-					}
-				}
-			}
-		}
-	}
-	walk(root, nil, "")
+		return ix.add(n, &errs)
+	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return ix, nil
 }
 
-// checkToolCycle reports an agent called as a tool that reaches an agent on
-// the current path.
-func checkToolCycle(a Agent, onPath map[Agent]bool, caller string) error {
+// add indexes an agent of the transfer tree, or appends why it cannot, and
+// reports whether to index what is below it.
+func (ix *treeIndex) add(n TreeNode, errs *[]error) bool {
+	var path string
+	if p := n.Parent(); p != nil {
+		path = p.Name()
+	}
+	a := n.Agent
 	if a == nil {
-		return fmt.Errorf("agent %q: nil agent tool", caller)
+		*errs = append(*errs, fmt.Errorf("agent tree: nil sub-agent under %q", path))
+		return false
 	}
-	if onPath[a] {
-		return fmt.Errorf("agent %q: cycle: calls %q as a tool, which is its own ancestor", caller, a.Name())
+	name := a.Name()
+	if name == "" {
+		*errs = append(*errs, fmt.Errorf("agent tree: agent under %q has an empty name", path))
+		return false
 	}
-	onPath[a] = true
-	defer delete(onPath, a)
-	for _, s := range a.SubAgents() {
-		if err := checkToolCycle(s, onPath, a.Name()); err != nil {
-			return err
+	if !agentNameRE.MatchString(name) {
+		*errs = append(*errs, fmt.Errorf("agent %q: name must match %s", name, agentNameRE))
+	}
+	if n.Cycle() {
+		*errs = append(*errs, fmt.Errorf("agent %q: cycle in the agent tree (%s -> %s)", name, path, name))
+		return false
+	}
+	if prev, dup := ix.byName[name]; dup {
+		if prev == a {
+			*errs = append(*errs, fmt.Errorf("agent %q: appears twice in the tree (under %q)", name, path))
+		} else {
+			*errs = append(*errs, fmt.Errorf("agent %q: duplicate agent name in the tree", name))
 		}
+		return false
 	}
-	if la, ok := a.(*LlmAgent); ok {
-		for _, t := range la.cfg.Tools {
-			if at, ok := t.(*AgentTool); ok {
-				if err := checkToolCycle(at.agent, onPath, a.Name()); err != nil {
-					return err
-				}
-			}
-		}
+	ix.byName[name] = a
+	ix.order = append(ix.order, name)
+	if p := n.Parent(); p != nil {
+		ix.parent[name] = p
 	}
-	return nil
+	return true
 }
 
-// findIn searches a's subtree (a included) for name.
-func findIn(a Agent, name string) Agent {
-	if a.Name() == name {
-		return a
-	}
-	for _, s := range a.SubAgents() {
-		if f := findIn(s, name); f != nil {
-			return f
+// findIn searches a's subtree (a included, agents called as tools not) for
+// name.
+func findIn(a Agent, name string) (found Agent) {
+	Walk(a, func(n TreeNode) bool {
+		if found != nil || n.Agent == nil || n.Edge == EdgeAgentTool {
+			return false
 		}
-	}
-	return nil
+		if n.Agent.Name() == name {
+			found = n.Agent
+		}
+		return found == nil
+	})
+	return found
 }
 
 // resolveTransfer finds a transfer target: the caller's own subtree first,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/a2a"
@@ -130,29 +131,19 @@ func (s *Server) cardRequirementV1() []map[string]any {
 func treeSkills(root agentcore.Agent) []a2a.AgentSkill {
 	out := []a2a.AgentSkill{}
 	seen := map[string]bool{}
-	var walk func(ag agentcore.Agent, tag string)
-	walk = func(ag agentcore.Agent, tag string) {
+	agentcore.Walk(root, func(n agentcore.TreeNode) bool {
+		ag := n.Agent
 		if seen[ag.Name()] {
-			return
+			return false
 		}
 		seen[ag.Name()] = true
 		desc := ag.Description()
 		if desc == "" {
 			desc = "Agent " + ag.Name() + "."
 		}
-		out = append(out, a2a.AgentSkill{ID: ag.Name(), Name: ag.Name(), Description: desc, Tags: []string{"agentgate", tag}})
-		for _, sub := range ag.SubAgents() {
-			walk(sub, "sub-agent")
-		}
-		if la, ok := ag.(*agentcore.LlmAgent); ok {
-			for _, t := range la.Config().Tools {
-				if at, ok := t.(*agentcore.AgentTool); ok {
-					walk(at.Agent(), "agent-tool")
-				}
-			}
-		}
-	}
-	walk(root, "root")
+		out = append(out, a2a.AgentSkill{ID: ag.Name(), Name: ag.Name(), Description: desc, Tags: []string{"agentgate", n.Edge.String()}})
+		return true
+	})
 	return out
 }
 
@@ -269,12 +260,18 @@ func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
 				return invalidParams("task " + taskID + " is " + string(st) + "; send a message without taskId to start a new task.")
 			}
 		}
-		calls, found, err := pendingCalls(ctx, s.cfg.Sessions, at.req.Session, taskID)
+		open, err := agentcore.OpenCalls(ctx, s.cfg.Sessions, at.req.Session, taskID)
+		if errors.Is(err, agentcore.ErrUnknownInvocation) {
+			return taskNotFound(taskID)
+		}
 		if err != nil {
 			return err
 		}
-		if !found {
-			return taskNotFound(taskID)
+		var calls []*genai.FunctionCall // what the client is asked for
+		for _, c := range open {
+			if c.LongRunning {
+				calls = append(calls, c.Call)
+			}
 		}
 		if len(calls) == 0 {
 			return invalidParams("task " + taskID + " is not waiting for input; send a message without taskId to start a new task.")

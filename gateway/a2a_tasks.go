@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,54 +67,6 @@ func (t *a2aTask) setState(st a2a.TaskState, msg *a2a.Message, now time.Time) {
 	if msg != nil {
 		t.history = append(t.history, *msg)
 	}
-}
-
-// pendingCalls lists the long-running calls invocation invID of sess still
-// waits for, following agent-tool calls into their sub-conversations
-// (whose invocation is "<invID>.sub.<agent>"). found reports whether the
-// invocation is in the session at all.
-func pendingCalls(ctx context.Context, svc sessions.Service, sess *sessions.Session, invID string) (calls []*genai.FunctionCall, found bool, err error) {
-	longRunning := map[string]bool{}
-	answered := map[string]bool{}
-	for _, ev := range sess.Events {
-		if ev.InvocationID == invID {
-			found = true
-		}
-		for _, id := range ev.LongRunningToolIDs {
-			longRunning[id] = true
-		}
-		for _, r := range ev.FunctionResponses() {
-			if !longRunning[r.ID] || ev.Author == "user" {
-				answered[r.ID] = true
-			}
-		}
-	}
-	for _, ev := range sess.Events {
-		if ev.InvocationID != invID || ev.Author == "user" {
-			continue
-		}
-		for _, fc := range ev.FunctionCalls() {
-			switch {
-			case answered[fc.ID]:
-			case longRunning[fc.ID]:
-				calls = append(calls, fc)
-			default:
-				child, err := svc.Get(ctx, sessions.GetRequest{AppName: sess.AppName, UserID: sess.UserID, SessionID: sessions.ChildID(sess.ID, fc.Name)})
-				if errors.Is(err, sessions.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return nil, found, err
-				}
-				sub, _, err := pendingCalls(ctx, svc, child, invID+".sub."+fc.Name)
-				if err != nil {
-					return nil, found, err
-				}
-				calls = append(calls, sub...)
-			}
-		}
-	}
-	return calls, found, nil
 }
 
 // answerCalls turns the message that answers a paused task into function

@@ -75,15 +75,26 @@ func (t *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func newBenchGateway(b *testing.B) http.Handler {
 	b.Helper()
+	hc := &http.Client{Transport: newCannedTransport(20)}
+	return newProviderGateway(b, spec.Agent{Name: "pass", Description: "Answers directly.", Instruction: "Answer."},
+		openai.Config{BaseURL: "http://mock.invalid/v1", HTTPClient: hc})
+}
+
+// newProviderGateway is the real server, with metrics, JSON info logs (to
+// io.Discard) and in-memory sessions, serving agent as the virtual model
+// of its name on the openai provider pc ("mock", no retries).
+func newProviderGateway(tb testing.TB, agent spec.Agent, pc openai.Config) *gateway.Server {
+	tb.Helper()
+	agent.Model = "mock/" + agent.Name
 	set := spec.Set{
 		Providers: []spec.Provider{{Name: "mock", Type: "openai"}},
-		Agents:    []spec.Agent{{Name: "pass", Model: "mock/pass", Description: "Answers directly.", Instruction: "Answer."}},
-		Models:    []spec.VirtualModel{{ID: "pass", Agent: "pass"}},
+		Agents:    []spec.Agent{agent},
+		Models:    []spec.VirtualModel{{ID: agent.Name, Agent: agent.Name}},
 	}
-	hc := &http.Client{Transport: newCannedTransport(20)}
 	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
 		"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
-			prov, err := openai.New(openai.Config{Name: p.Name, BaseURL: "http://mock.invalid/v1", APIKey: "mock-key", MaxRetries: -1, HTTPClient: hc})
+			pc.Name, pc.APIKey, pc.MaxRetries = p.Name, "mock-key", -1
+			prov, err := openai.New(pc)
 			if err != nil {
 				return nil, err
 			}
@@ -91,16 +102,16 @@ func newBenchGateway(b *testing.B) http.Handler {
 		},
 	}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	mx, err := metrics.New(metrics.Config{Spec: set})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	gw, err := gateway.New(gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Metrics: mx,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return gw
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -110,11 +111,11 @@ func (nt *nativeTurn) findSession(context.Context, *Server) (bool, error) {
 }
 
 // loaded checks invocationId against the session.
-func (nt *nativeTurn) loaded(context.Context, *Server) error {
+func (nt *nativeTurn) loaded(ctx context.Context, s *Server) error {
 	if nt.invocationID == "" {
 		return nil
 	}
-	return checkInvocation(nt.req.Session, nt.invocationID, nt.req.NewMessage)
+	return s.checkInvocation(ctx, nt.req.Session, nt.invocationID, nt.req.NewMessage)
 }
 
 // beginNativeRun decodes a run request and begins its turn. Every failure
@@ -172,9 +173,10 @@ func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
 }
 
 // checkInvocation honours invocationId: it names the paused invocation the
-// function responses of msg resume. Calls made inside agents called as
-// tools belong to "<invocation>.sub.<agent>", which resumes <invocation>.
-func checkInvocation(sess *sessions.Session, invID string, msg *genai.Content) error {
+// function responses of msg resume, and each must answer a call that
+// invocation waits for. Calls made inside agents called as tools belong to
+// "<invocation>.sub.<agent>", which resumes <invocation>.
+func (s *Server) checkInvocation(ctx context.Context, sess *sessions.Session, invID string, msg *genai.Content) error {
 	var responses []*genai.FunctionResponse
 	for _, p := range msg.Parts {
 		if p != nil && p.FunctionResponse != nil {
@@ -184,22 +186,21 @@ func checkInvocation(sess *sessions.Session, invID string, msg *genai.Content) e
 	if len(responses) == 0 {
 		return badRequest("invocationId", "invocationId resumes a paused invocation: newMessage must carry the functionResponse parts it waits for.")
 	}
-	base, _, _ := strings.Cut(invID, ".sub.")
-	known := false
-	for _, ev := range sess.Events {
-		if ev.InvocationID == base {
-			known = true
-		}
-		for _, call := range ev.FunctionCalls() {
-			for _, r := range responses {
-				if call.ID == r.ID && ev.InvocationID != base {
-					return badRequest("invocationId", "Function call "+r.ID+" belongs to invocation "+ev.InvocationID+", not "+invID+".")
-				}
-			}
-		}
+	base, _, ok := agentcore.ParseInvocationID(invID)
+	if !ok {
+		return badRequest("invocationId", "Invocation "+invID+" is not an invocation id.")
 	}
-	if !known {
+	open, err := agentcore.OpenCalls(ctx, s.cfg.Sessions, sess, base)
+	if errors.Is(err, agentcore.ErrUnknownInvocation) {
 		return badRequest("invocationId", "Invocation "+invID+" is not part of session "+sess.ID+".")
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range responses {
+		if !slices.ContainsFunc(open, func(c agentcore.OpenCall) bool { return c.Call.ID == r.ID }) {
+			return badRequest("invocationId", "Invocation "+invID+" is not waiting for function call "+r.ID+".")
+		}
 	}
 	return nil
 }
@@ -402,9 +403,11 @@ func newEventView(a *app, run *agentcore.Run, splitArtifacts bool) *eventView {
 
 // frames returns the events to send for ev: usually ev itself.
 func (v *eventView) frames(ev *sessions.Event) []*sessions.Event {
-	if inv := v.invocationID(); inv != "" && ev.InvocationID != inv && strings.HasPrefix(ev.InvocationID, inv+".sub.") {
-		ev = ev.Clone()
-		ev.Branch = v.childBranch(strings.Split(strings.TrimPrefix(ev.InvocationID, inv+".sub."), ".sub."), ev.Branch)
+	if inv := v.invocationID(); inv != "" && ev.InvocationID != inv {
+		if root, chain, ok := agentcore.ParseInvocationID(ev.InvocationID); ok && root == inv && len(chain) > 0 {
+			ev = ev.Clone()
+			ev.Branch = v.childBranch(chain, ev.Branch)
+		}
 	}
 	path := ev.Branch
 	if path == "" {
@@ -441,24 +444,21 @@ func (v *eventView) childBranch(chain []string, inner string) string {
 
 // toolOwner finds the agent of the app's tree that calls name as a tool.
 func (v *eventView) toolOwner(name string) string {
-	var find func(a agentcore.Agent) string
-	find = func(a agentcore.Agent) string {
-		if la, ok := a.(*agentcore.LlmAgent); ok {
-			for _, t := range la.Config().Tools {
-				if at, ok := t.(*agentcore.AgentTool); ok && at.Name() == name {
-					return a.Name()
-				}
-			}
+	owner := ""
+	agentcore.Walk(v.app.Root, func(n agentcore.TreeNode) bool {
+		if owner != "" || n.Edge == agentcore.EdgeAgentTool {
+			return false
 		}
-		for _, sub := range a.SubAgents() {
-			if n := find(sub); n != "" {
-				return n
-			}
+		if la, ok := n.Agent.(*agentcore.LlmAgent); ok && slices.ContainsFunc(la.Config().Tools, func(t agentcore.Tool) bool {
+			at, ok := t.(*agentcore.AgentTool)
+			return ok && at.Name() == name
+		}) {
+			owner = n.Agent.Name()
 		}
-		return ""
-	}
-	if n := find(v.app.Root); n != "" {
-		return n
+		return owner == ""
+	})
+	if owner != "" {
+		return owner
 	}
 	return v.app.Root.Name()
 }

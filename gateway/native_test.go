@@ -646,6 +646,7 @@ func TestNativeRunErrors(t *testing.T) {
 		{"unknown call", answer(pauseInv, "call_unknown"), 400},
 		{"invocationId without responses", runBody("s1", "x", `"invocationId":"e-1"`), 400},
 		{"unknown invocation", answer("e-unknown", callID), 400},
+		{"malformed invocation", answer(pauseInv+".sub.", callID), 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
