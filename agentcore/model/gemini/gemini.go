@@ -122,27 +122,9 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("gemini provider %q: timeout must not be negative", cfg.Name)
 	}
-	up := &endpoint{models: u.JoinPath(apiVersion).String() + "/", client: cfg.HTTPClient, timeout: cfg.Timeout, retries: cfg.MaxRetries}
-	if up.timeout == 0 {
-		up.timeout = DefaultTimeout
-	}
-	switch {
-	case up.retries == 0:
-		up.retries = DefaultMaxRetries
-	case up.retries < 0:
-		up.retries = 0
-	}
-	if up.client == nil {
-		up.client = &http.Client{Transport: model.NewTransport()}
-	}
-	header := http.Header{}
-	header.Set("Content-Type", "application/json")
-	header.Set("User-Agent", userAgent)
-	header.Set("X-Goog-Api-Key", cfg.APIKey.Reveal())
-	for k, v := range cfg.Headers {
-		header.Set(k, v)
-	}
-	up.header = wire.HeaderCopier(header)
+	up := &endpoint{models: u.JoinPath(apiVersion).String() + "/"}
+	up.client, up.timeout, up.retries = wire.Settings(cfg.HTTPClient, cfg.Timeout, DefaultTimeout, cfg.MaxRetries, DefaultMaxRetries)
+	up.header = wire.ProviderHeader(userAgent, http.Header{"X-Goog-Api-Key": {cfg.APIKey.Reveal()}}, cfg.Headers)
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers), wait: model.Sleep}, nil
 }
 

@@ -110,35 +110,13 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("openai provider %q: timeout must not be negative", cfg.Name)
 	}
-	up := &endpoint{
-		url:     strings.TrimSuffix(base, "/") + "/chat/completions",
-		client:  cfg.HTTPClient,
-		timeout: cfg.Timeout,
-		retries: cfg.MaxRetries,
-		wait:    model.Sleep,
-	}
-	if up.timeout == 0 {
-		up.timeout = DefaultTimeout
-	}
-	switch {
-	case up.retries == 0:
-		up.retries = DefaultMaxRetries
-	case up.retries < 0:
-		up.retries = 0
-	}
-	if up.client == nil {
-		up.client = &http.Client{Transport: model.NewTransport()}
-	}
-	header := http.Header{}
-	header.Set("Content-Type", "application/json")
-	header.Set("User-Agent", userAgent)
+	up := &endpoint{url: strings.TrimSuffix(base, "/") + "/chat/completions", wait: model.Sleep}
+	up.client, up.timeout, up.retries = wire.Settings(cfg.HTTPClient, cfg.Timeout, DefaultTimeout, cfg.MaxRetries, DefaultMaxRetries)
+	var auth http.Header
 	if cfg.APIKey != "" {
-		header.Set("Authorization", "Bearer "+cfg.APIKey.Reveal())
+		auth = http.Header{"Authorization": {"Bearer " + cfg.APIKey.Reveal()}}
 	}
-	for k, v := range cfg.Headers {
-		header.Set(k, v)
-	}
-	up.header = wire.HeaderCopier(header)
+	up.header = wire.ProviderHeader(userAgent, auth, cfg.Headers)
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}, nil
 }
 

@@ -23,3 +23,19 @@ func HeaderCopier(h http.Header) func(accept string) http.Header {
 		return out
 	}
 }
+
+// ProviderHeader returns the copier of the headers every request of a
+// provider carries: a JSON body, its user agent, its credentials (auth,
+// which may be nil), then the headers config sets, which win.
+func ProviderHeader(userAgent string, auth http.Header, configured map[string]string) func(accept string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", userAgent)
+	for k, v := range auth {
+		h[k] = v
+	}
+	for k, v := range configured {
+		h.Set(k, v)
+	}
+	return HeaderCopier(h)
+}
