@@ -41,6 +41,18 @@ func (s *Server) getModel(c *gin.Context) {
 	c.JSON(http.StatusOK, s.modelObject(id))
 }
 
+// openAIApp finds the virtual model a /v1 turn names and notes it for the
+// metrics; an unknown model is answered with OpenAI's 404.
+func (s *Server) openAIApp(c *gin.Context, id string) (*app, bool) {
+	a, ok := s.appByID(id)
+	if !ok {
+		writeOpenAIError(c, classify(openaiwire.ModelNotFound(id)))
+		return nil, false
+	}
+	noteModel(c, a.ID)
+	return a, true
+}
+
 func (s *Server) modelObject(id string) openaiwire.Model {
 	return openaiwire.Model{ID: id, Created: 0, OwnedBy: "agentgate"}
 }
@@ -137,12 +149,10 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	a, ok := s.appByID(req.Model)
+	a, ok := s.openAIApp(c, req.Model)
 	if !ok {
-		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
 		return
 	}
-	noteModel(c, a.ID)
 	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv)
 	if err != nil {
 		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))

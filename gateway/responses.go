@@ -262,12 +262,10 @@ func (s *Server) createResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	a, ok := s.appByID(req.Model)
+	a, ok := s.openAIApp(c, req.Model)
 	if !ok {
-		writeOpenAIError(c, classify(openaiwire.ModelNotFound(req.Model)))
 		return
 	}
-	noteModel(c, a.ID)
 	resp := req.NewResponse(openaiwire.NewResponseID(), s.cfg.Now().Unix())
 	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID)
 	if err != nil {
