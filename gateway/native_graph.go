@@ -37,15 +37,25 @@ func (s *Server) devRoute(c *gin.Context) {
 		return
 	}
 	if len(segs) == 3 && segs[0] == "apps" && segs[2] == "build_graph" {
-		a, ok := s.appByID(segs[1])
-		if !ok || !canUse(c.Request.Context(), a.ID) {
-			writeNativeError(c, notFound("App not found: "+segs[1]))
+		a, ok := s.devApp(c, segs[1])
+		if !ok {
 			return
 		}
 		c.JSON(200, gin.H{"name": a.ID, "root_agent": serializeAgent(a.Root)})
 		return
 	}
 	devStub(c)
+}
+
+// devApp finds the app a dev-UI route names, if the caller may use it;
+// otherwise it answers 404 as ADK's dev server does.
+func (s *Server) devApp(c *gin.Context, id string) (*app, bool) {
+	a, ok := s.appByID(id)
+	if !ok || !canUse(c.Request.Context(), a.ID) {
+		writeNativeError(c, appNotFound(id))
+		return nil, false
+	}
+	return a, true
 }
 
 func serializeAgent(ag agentcore.Agent) serializedAgent {

@@ -14,9 +14,8 @@ import (
 // "dotSrc"; agentgate's trees have no sub-workflow graphs, so that is the
 // whole tree from the named agent down.
 func (s *Server) graphImage(c *gin.Context, appID string) {
-	a, ok := s.appByID(appID)
-	if !ok || !canUse(c.Request.Context(), a.ID) {
-		writeNativeError(c, notFound("App not found: "+appID))
+	a, ok := s.devApp(c, appID)
+	if !ok {
 		return
 	}
 	root := serializeAgent(a.Root)
