@@ -308,7 +308,9 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 		err = p.persist(ctx)
 	}
 	t.release()
-	t.slot.End(tokensOf(t.run.Usage()))
+	if t.slot != limits.NoSlot { // a turn no limit counts copies no usage
+		t.slot.End(tokensOf(t.run.Usage()))
+	}
 	if err != nil {
 		t.errSeq = t.logError(err)
 	}
