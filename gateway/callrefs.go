@@ -128,7 +128,7 @@ func (s *Server) statelessTurn(ctx context.Context, turn *chatTurn, history []*g
 	if err := eph.AppendEvents(ctx, sess, s.seedEvents(a, history)); err != nil {
 		return err
 	}
-	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp = runner, eph, sid, true
+	turn.runner, turn.ephemeral, turn.sessionID, turn.tmp, turn.unlogged = runner, eph, sid, true, true
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,5 +345,36 @@ func TestRunsLogBoundDropsOldest(t *testing.T) {
 	status, body := f.do(http.MethodGet, runsBase, "")
 	if status != http.StatusOK || !strings.Contains(string(body), invs[0]) {
 		t.Errorf("the dropped run is no longer listed: %d %s", status, body)
+	}
+}
+
+// countingLog counts the frames appended to a run log.
+type countingLog struct {
+	*runs.MemoryLog
+	frames atomic.Int32
+}
+
+func (l *countingLog) Append(ctx context.Context, run string, f runs.Frame) (int64, error) {
+	l.frames.Add(1)
+	return l.MemoryLog.Append(ctx, run, f)
+}
+
+// A stateless turn's frames are kept nowhere: no route can name its
+// session to re-attach; a turn on a named session keeps them.
+func TestStatelessTurnsKeepNoFrames(t *testing.T) {
+	log := &countingLog{MemoryLog: runs.NewMemoryLog(runs.MemoryLogConfig{})}
+	f := newFixture(t, nil, func(c *gateway.Config) { c.RunLog = log })
+	body := `{"model":"desk","user":"u1","messages":[{"role":"user","content":"hello"}]}`
+	resp := f.post("/v1/chat/completions", body)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || log.frames.Load() != 0 {
+		t.Fatalf("stateless turn: status %d, %d frames logged, want 200 and none", resp.StatusCode, log.frames.Load())
+	}
+	resp = f.post("/v1/chat/completions", body, "X-Session-Id", "s1")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || log.frames.Load() == 0 {
+		t.Fatalf("turn on a session: status %d, %d frames logged, want 200 and some", resp.StatusCode, log.frames.Load())
 	}
 }

@@ -112,6 +112,9 @@ type turn struct {
 	// ownLog: the sink logs the frames its clients see itself (logFrame);
 	// otherwise every event of the run is logged as it is.
 	ownLog bool
+	// unlogged: no route can reach the run's frames (its session is one
+	// no client can name, as a stateless turn's), so none are kept.
+	unlogged bool
 	// errSeq is the number of the run's last frame, the error event it
 	// ended with, once it failed (-1 when it has none).
 	errSeq int64
@@ -353,6 +356,9 @@ func (t *turn) logFrame(ev *sessions.Event) int64 { return t.logData(runs.Frame{
 // frame). The log outlives the run's context: a run's last frames are
 // logged after it was cancelled.
 func (t *turn) logData(f runs.Frame) int64 {
+	if t.unlogged {
+		return -1
+	}
 	seq, err := t.rec.Append(context.Background(), f)
 	if err != nil {
 		return -1
