@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -214,11 +215,17 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 			_ = yaml.Unmarshal(text, &reparsed)
 			var errs []error
 			for _, msg := range te.Errors {
+				if strings.Contains(msg, "into time.Duration") {
+					msg += " (a duration is a number with a unit: 0s, 500ms, 30s, 2h)"
+				}
 				errs = append(errs, errors.New(withKeyPath(&reparsed, msg)))
 			}
 			return nil, errors.Join(errs...)
 		}
 		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if errs := fractions(&root, reflect.TypeFor[Config]()); len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -75,6 +75,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"negative max sessions", "sessions:\n  max_sessions: -1\n", []string{"sessions.max_sessions: must not be negative (0: no bound), got -1"}},
 		{"negative run log bounds", "runs:\n  max_ended: -1\n  max_bytes: -5\n", []string{"runs.max_ended: must not be negative", "runs.max_bytes: must not be negative"}},
 		{"max sessions not a number", "sessions:\n  max_sessions: many\n", []string{"max_sessions", "many"}},
+		{"fraction for a whole number", "server:\n  max_connections: 1.5\n", []string{"server.max_connections (line 2): 1.5 is not a whole number"}},
+		{"fraction deep in a list", "models:\n  - id: m\n    compaction:\n      interval: 2.5\n      overlap: 1\n",
+			[]string{"models[0].compaction.interval (line 4): 2.5 is not a whole number"}},
+		{"duration without a unit", "sessions:\n  ttl: 0\n", []string{"sessions.ttl", "a duration is a number with a unit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.yaml), nil)
@@ -140,5 +144,18 @@ func TestRepositoryConfigLoads(t *testing.T) {
 	}
 	if len(cfg.Models) == 0 || cfg.Models[0].ID != "support-desk" || cfg.Sessions.Backend != "memory" {
 		t.Errorf("default config: %+v", cfg.Models)
+	}
+}
+
+// A whole number written as a float (2.0, 1e3) is taken as it is; only a
+// fraction, which the decoder would truncate, is refused (see the errors
+// test).
+func TestWholeNumbersWrittenAsFloats(t *testing.T) {
+	cfg, err := config.Parse([]byte("server:\n  max_connections: 2.0\nsessions:\n  max_sessions: 1e3\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.MaxConnections != 2 || *cfg.Sessions.MaxSessions != 1000 {
+		t.Errorf("max_connections %d, max_sessions %d; want 2 and 1000", cfg.Server.MaxConnections, *cfg.Sessions.MaxSessions)
 	}
 }
