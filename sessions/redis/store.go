@@ -490,7 +490,7 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 	var updated int64
 	for _, ev := range evs {
 		own, appDelta, userDelta := sessions.SplitDelta(ev.Actions.StateDelta)
-		body, err := json.Marshal(ev)
+		body, err := ev.StoredJSON()
 		if err != nil {
 			return fmt.Errorf("%w: event %s: %v", sessions.ErrInvalid, ev.ID, err)
 		}
