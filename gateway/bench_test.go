@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/metrics"
 	"github.com/agentgate/agentgate/sessions"
+	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
 
 // What one /v1/chat/completions turn costs inside the gateway: the real
@@ -73,17 +75,44 @@ func (t *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Request: r}, nil
 }
 
-func newBenchGateway(b *testing.B) http.Handler {
+// newBenchGateway is newProviderGateway's server for the benchmarks: the
+// pass-through agent on the canned upstream (20 deltas when streamed);
+// with, when not nil, changes its Config (another session store).
+func newBenchGateway(b *testing.B, with func(*gateway.Config)) http.Handler {
 	b.Helper()
 	hc := &http.Client{Transport: newCannedTransport(20)}
 	return newProviderGateway(b, spec.Agent{Name: "pass", Description: "Answers directly.", Instruction: "Answer."},
-		openai.Config{BaseURL: "http://mock.invalid/v1", HTTPClient: hc})
+		openai.Config{BaseURL: "http://mock.invalid/v1", HTTPClient: hc}, with)
+}
+
+// redisSessions makes a gateway keep its sessions in the Redis at
+// 127.0.0.1:6379 (skipping the benchmark when none answers), under a key
+// prefix of this benchmark's own, expiring after ten minutes; with runs,
+// also its run log and run index, as cmd/gateway wires them.
+func redisSessions(b *testing.B, runs bool) func(*gateway.Config) {
+	b.Helper()
+	st, err := sessionsredis.New(sessionsredis.Config{URL: "redis://127.0.0.1:6379/0",
+		KeyPrefix: fmt.Sprintf("bench-chat-%d-%d:", os.Getpid(), time.Now().UnixNano()), TTL: 10 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	if err := st.Ping(b.Context()); err != nil {
+		b.Skipf("no Redis on 127.0.0.1:6379: %v", err)
+	}
+	return func(c *gateway.Config) {
+		c.Sessions = st
+		if runs {
+			c.RunLog, c.RunIndex = st.RunLog(sessionsredis.RunLogConfig{}), st.RunIndex()
+		}
+	}
 }
 
 // newProviderGateway is the real server, with metrics, JSON info logs (to
 // io.Discard) and in-memory sessions, serving agent as the virtual model
-// of its name on the openai provider pc ("mock", no retries).
-func newProviderGateway(tb testing.TB, agent spec.Agent, pc openai.Config) *gateway.Server {
+// of its name on the openai provider pc ("mock", no retries); with, when
+// not nil, changes its Config before it is built.
+func newProviderGateway(tb testing.TB, agent spec.Agent, pc openai.Config, with func(*gateway.Config)) *gateway.Server {
 	tb.Helper()
 	agent.Model = "mock/" + agent.Name
 	set := spec.Set{
@@ -108,8 +137,12 @@ func newProviderGateway(tb testing.TB, agent spec.Agent, pc openai.Config) *gate
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Metrics: mx,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	cfg := gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Metrics: mx,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	if with != nil {
+		with(&cfg)
+	}
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -157,7 +190,7 @@ func BenchmarkResponsesTurn(b *testing.B) {
 		{"stream/stateless", true, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			gw := newBenchGateway(b)
+			gw := newBenchGateway(b, nil)
 			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"store":%v,"input":"Hello, how are you?"}`, tc.stream, tc.store))
 			want := []byte(`"status":"completed"`)
 			b.ReportAllocs()
@@ -183,16 +216,28 @@ func BenchmarkChatTurn(b *testing.B) {
 		stream    bool
 		stateless bool
 		messages  string // the JSON array's elements
+		// redis keeps the sessions in Redis, and with runs the run log
+		// and index too (cmd/gateway's wiring for sessions.backend redis).
+		redis, runs bool
 	}{
-		{"nonstream/session", false, false, hello},
-		{"stream/session", true, false, hello},
-		{"nonstream/stateless", false, true, hello},
-		{"stream/stateless", true, true, hello},
+		{name: "nonstream/session", messages: hello},
+		{name: "stream/session", stream: true, messages: hello},
+		{name: "nonstream/stateless", stateless: true, messages: hello},
+		{name: "stream/stateless", stream: true, stateless: true, messages: hello},
 		// A stateless client resends the whole conversation every turn.
-		{"nonstream/stateless-history40", false, true, benchHistory(10) + "," + hello},
+		{name: "nonstream/stateless-history40", stateless: true, messages: benchHistory(10) + "," + hello},
+		// Every turn a new session in Redis: its lease, create and read,
+		// then its write.
+		{name: "nonstream/redis", messages: hello, redis: true},
+		{name: "stream/redis", stream: true, messages: hello, redis: true},
+		{name: "nonstream/redis-runs", messages: hello, redis: true, runs: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			gw := newBenchGateway(b)
+			var with func(*gateway.Config)
+			if tc.redis {
+				with = redisSessions(b, tc.runs)
+			}
+			gw := newBenchGateway(b, with)
 			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, tc.stream, tc.messages))
 			want := []byte(`"finish_reason":"stop"`)
 			i := 0

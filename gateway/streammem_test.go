@@ -176,7 +176,7 @@ func newHeldGateway(t *testing.T, upstream string, padFrames int) *httptest.Serv
 	t.Helper()
 	// As cmd/gateway builds it: the provider's own client and transport.
 	gw := newProviderGateway(t, spec.Agent{Name: "hold", Description: "Streams slowly.", Instruction: "Stream."},
-		openai.Config{BaseURL: upstream + "/v1"})
+		openai.Config{BaseURL: upstream + "/v1"}, nil)
 	var h http.Handler = gw
 	if padFrames > 0 {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

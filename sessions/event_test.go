@@ -125,6 +125,56 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// The stored form leaves out what holds nothing, and reads back as an
+// event whose wire form is the original's, byte for byte; every field of
+// a full event survives it.
+func TestEventStoredJSON(t *testing.T) {
+	withCompaction := fullEvent()
+	withCompaction.Actions = sessions.EventActions{Compaction: &sessions.EventCompaction{StartTimestamp: at, EndTimestamp: at,
+		CompactedContent: genai.NewContentFromText("summary", genai.RoleModel)}}
+	for _, tc := range []struct {
+		name string
+		ev   *sessions.Event
+		want string // the stored form, when checked
+	}{
+		{"full", fullEvent(), ""},
+		{"bare", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "user", Timestamp: at},
+			`{"id":"e1","invocationId":"e-inv","author":"user","timestamp":1767323045.123456}`},
+		{"empty maps", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "user", Timestamp: at,
+			Actions: sessions.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{}}, LongRunningToolIDs: []string{}},
+			`{"id":"e1","invocationId":"e-inv","author":"user","timestamp":1767323045.123456}`},
+		{"one action", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "coordinator", Timestamp: at,
+			Actions: sessions.EventActions{TransferToAgent: "greeter"}},
+			`{"id":"e1","invocationId":"e-inv","author":"coordinator","actions":{"transferToAgent":"greeter"},"timestamp":1767323045.123456}`},
+		{"one delta", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "user", Timestamp: at,
+			Actions: sessions.EventActions{StateDelta: map[string]any{"k": "v"}}},
+			`{"id":"e1","invocationId":"e-inv","author":"user","actions":{"stateDelta":{"k":"v"}},"timestamp":1767323045.123456}`},
+		{"compaction", withCompaction, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored, err := tc.ev.StoredJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != "" && string(stored) != tc.want {
+				t.Errorf("stored form\n%s\nwant\n%s", stored, tc.want)
+			}
+			var got sessions.Event
+			if err := json.Unmarshal(stored, &got); err != nil {
+				t.Fatal(err)
+			}
+			wire, _ := json.Marshal(tc.ev)
+			again, _ := json.Marshal(&got)
+			if string(again) != string(wire) {
+				t.Errorf("wire form after storing\n%s\nwant\n%s", again, wire)
+			}
+			if len(stored) > len(wire) {
+				t.Errorf("stored form (%d bytes) longer than the wire form (%d)", len(stored), len(wire))
+			}
+		})
+	}
+}
+
 // Timestamps are read as float epoch seconds (Python ADK) or integer
 // milliseconds (ADK JS).
 func TestEventTimestampDecoding(t *testing.T) {

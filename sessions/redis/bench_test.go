@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -173,4 +175,79 @@ func BenchmarkTurn(b *testing.B) {
 			})
 		}
 	}
+}
+
+// netBytes is what Redis has received from and sent to its clients so far
+// (INFO's total_net_input_bytes and total_net_output_bytes).
+func netBytes(b *testing.B, s *Store) (in, out int64) {
+	info, err := s.client.Info(context.Background(), "stats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, v, _ := strings.Cut(line, ":")
+		switch name {
+		case "total_net_input_bytes":
+			in, err = strconv.ParseInt(v, 10, 64)
+		case "total_net_output_bytes":
+			out, err = strconv.ParseInt(v, 10, 64)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return in, out
+}
+
+// BenchmarkNewSessionTurn measures what the store does for a gateway turn
+// on a session the client names before it exists, a pass-through turn's
+// store calls: the lease, the create and the read (AcquireGetOrCreate,
+// reading since the latest compaction as the gateway does), then the
+// user's message and the model's answer stored with the lease's release
+// (AppendEventsRelease), then Release (a no-op once the write released
+// it). It reports the process's CPU time, the round trips and the bytes
+// sent to and received from Redis per turn (on its own server: INFO
+// before and after the loop, its own cost taken off).
+func BenchmarkNewSessionTurn(b *testing.B) {
+	srv := startServer(b)
+	s := newStore(b, Config{URL: srv.URL(""), TTL: time.Hour})
+	rt := &roundTrips{}
+	s.client.AddHook(rt)
+	ctx := context.Background()
+	turn := func(id string) {
+		sess, lease, err := s.AcquireGetOrCreate(ctx, sessions.CreateRequest{AppName: "bench", UserID: "u", SessionID: id,
+			Window: sessions.Window{SinceCompaction: true}}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		evs := []*sessions.Event{
+			{ID: id + "-q", InvocationID: "e-" + id, Author: "user", Timestamp: now,
+				Content: genai.NewContentFromText("Hello, how are you?", genai.RoleUser)},
+			{ID: id + "-a", InvocationID: "e-" + id, Author: "pass", Timestamp: now, TurnComplete: true, FinishReason: genai.FinishReasonStop,
+				Content:       genai.NewContentFromText("tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7 tok8 tok9 tok10 tok11 tok12", genai.RoleModel),
+				UsageMetadata: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 12, CandidatesTokenCount: 8, TotalTokenCount: 20}},
+		}
+		if err := s.AppendEventsRelease(ctx, sess, evs, lease); err != nil {
+			b.Fatal(err)
+		}
+		lease.Release()
+	}
+	turn(fmt.Sprintf("new-warm-%d", benchSessions.Add(1))) // load the scripts
+	in0, out0 := netBytes(b, s)
+	in1, out1 := netBytes(b, s)
+	infoIn, infoOut := in1-in0, out1-out0
+	t0 := rt.n.Load()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		turn(fmt.Sprintf("new-%d", benchSessions.Add(1)))
+	}
+	cpu := cpuTime(b) - cpu0
+	trips := rt.n.Load() - t0
+	in2, out2 := netBytes(b, s)
+	n := float64(b.N)
+	b.ReportMetric(float64(cpu)/n, "cpu-ns/turn")
+	b.ReportMetric(float64(trips)/n, "round-trips/turn")
+	b.ReportMetric(float64(in2-in1-infoIn)/n, "bytes-to-redis/turn")
+	b.ReportMetric(float64(out2-out1-infoOut)/n, "bytes-from-redis/turn")
 }

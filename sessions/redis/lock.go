@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/google/uuid"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -35,7 +33,7 @@ func (s *Store) Acquire(ctx context.Context, app, user, sessionID string, wait t
 	if err := sessions.ValidateKeys(app, user); err != nil {
 		return nil, err
 	}
-	key := s.keys(app, user, sessionID).lock
+	key := s.lockKey(app, user, sessionID)
 	token := uuid.NewString()
 	deadline := time.Now().Add(wait)
 	poll := minPoll
@@ -72,69 +70,59 @@ func waitPoll(ctx context.Context, sessionID string, deadline time.Time, poll *t
 }
 
 // AcquireGet implements sessions.LockingGetter: the lease and the session
-// in one round trip (SET NX PX GET pipelined ahead of the load; GET makes a
-// retried pipeline recognise its own token). When the session does not
-// exist the lease is still held and the error wraps ErrNotFound.
+// in one round trip, one script (see openScript) that takes the lease
+// unless another token holds it and then reads the session; a busy
+// session is not read. When the session does not exist the lease is still
+// held and the error wraps ErrNotFound.
 func (s *Store) AcquireGet(ctx context.Context, req sessions.GetRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, nil, err
 	}
-	return s.acquireLoad(ctx, req, nil, wait)
+	token := uuid.NewString()
+	o, err := s.prepareOpen("lock and get", req, token, openRead, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.acquireOpen(ctx, o, token, wait)
 }
 
 // AcquireGetOrCreate implements sessions.LockingGetter: AcquireGet's
-// pipeline with the create script between the lease and the load. The
-// script creates the session only while this call's token holds the lease
-// and the session does not exist, so a call that finds the session busy
+// script, which creates the session once it holds the lease, when it does
+// not exist, before it reads it. A call that finds the session busy
 // creates nothing and an existing session is never overwritten; what it
 // creates is what Create would (state, index entry, TTL). On Cluster a
 // create whose state has app: keys writes them in a second round trip.
 func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
-	c, err := s.prepareGetOrCreate(req)
+	token := uuid.NewString()
+	o, err := s.prepareGetOrCreate(req, token)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.acquireLoad(ctx, c.get, c, wait)
+	return s.acquireOpen(ctx, o, token, wait)
 }
 
-// acquireLoad takes the lease on req's session and loads it in one
-// pipeline, creating it first when c is not nil.
-func (s *Store) acquireLoad(ctx context.Context, req sessions.GetRequest, c *newSession, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
-	key := s.keys(req.AppName, req.UserID, req.SessionID).lock
-	token := uuid.NewString()
+// acquireOpen runs o, which takes the lease with token, until the lease
+// is free or wait is over.
+func (s *Store) acquireOpen(ctx context.Context, o *opening, token string, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
+	key := s.lockKey(o.get.AppName, o.get.UserID, o.get.SessionID)
 	deadline := time.Now().Add(wait)
 	poll := minPoll
 	for {
-		var set *goredis.StatusCmd
-		var res *goredis.Cmd
-		sess, err := s.load(ctx, req, func(p goredis.Pipeliner, eval bool) {
-			set = p.SetArgs(ctx, key, token, goredis.SetArgs{Mode: "NX", TTL: s.lockTTL, Get: true})
-			if c != nil {
-				res = c.queue(ctx, p, eval, token)
-			}
-		})
-		if set == nil {
-			return nil, nil, err // the pipeline never ran
-		}
-		old, setErr := set.Result()
+		res, err := s.open(ctx, o)
 		switch {
-		case errors.Is(setErr, goredis.Nil) || (setErr == nil && old == token):
-			lease := s.hold(key, token)
-			if err == nil && c != nil {
-				err = s.finishCreate(ctx, c, res, sess)
-			}
-			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
-				lease.Release()
-				return nil, nil, err
-			}
-			return sess, lease, err
-		case setErr != nil:
-			if err == nil {
-				err = s.fail(ctx, "lock", setErr)
-			}
+		case err != nil && res.ran && !res.busy:
+			s.hold(key, token).Release() // the script took the lease
 			return nil, nil, err
+		case err != nil:
+			return nil, nil, err // the lease, if a lost reply took it, expires
+		case !res.busy:
+			lease := s.hold(key, token)
+			if res.sess == nil {
+				return nil, lease, fmt.Errorf("%w: %s", sessions.ErrNotFound, o.get.SessionID)
+			}
+			return res.sess, lease, nil
 		}
-		if err := waitPoll(ctx, req.SessionID, deadline, &poll); err != nil {
+		if err := waitPoll(ctx, o.get.SessionID, deadline, &poll); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -5,8 +5,11 @@ import goredis "github.com/redis/go-redis/v9"
 // The scripts run atomically on the server. Every key they touch shares the
 // hash tag {app|user}, so on Redis Cluster they run on one node; the app:
 // scope hash is passed only when the client is not a cluster client (see
-// Store.sameSlotApp). Keys of other sessions in the same tag are built inside
-// the scripts from the base "<prefix>{app|user}:" passed in ARGV.
+// Store.sameSlotApp). A session script is given one key of the tag (the
+// session's meta hash, which routes it on Cluster) and builds the others
+// from the base "<prefix>{app|user}:" and the ids passed in ARGV: the
+// client does not build, and the server does not parse, keys it can
+// derive.
 //
 // Deltas travel as "<n> k1 v1 ... kn vn" groups in ARGV, values already JSON.
 const luaLib = `
@@ -41,78 +44,119 @@ local function touch(ttl, base, root, tree, index, user)
 end
 `
 
-// createScript: KEYS lock meta state events index user tree [app];
-// ARGV token base id root createdMicros ttlMillis, then the session, user
-// and app delta groups. An unlisted session (id starting with "~") gets no
-// index entry. With a non-empty token, it creates only while that
-// token holds the run lease (the lease taken in the same pipeline). Returns
-// {0} when the session exists (or the lease is another's), else {1, state,
-// user}.
-var createScript = goredis.NewScript(luaLib + `
-if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {0} end
-local base, id, root, now, ttl = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
-redis.call('DEL', KEYS[3], KEYS[4])
-redis.call('HSET', KEYS[2], 'created', now, 'updated', now, 'last', '')
-local i = apply(KEYS[3], ARGV, 7)
-i = apply(KEYS[6], ARGV, i)
-apply(KEYS[8], ARGV, i)
-if not unlisted(id) then redis.call('ZADD', KEYS[5], now, id) end
-if id ~= root then redis.call('SADD', KEYS[7], id) end
-touch(ttl, base, root, KEYS[7], KEYS[5], KEYS[6])
-return {1, redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[6])}
-`)
-
-// getScript: KEYS meta state events user; ARGV sinceCompaction ("1":
-// from the latest compaction event, the meta field compaction) numRecent
-// (0: no limit); see sessions.Window.Start. Returns {} when the session does
-// not exist, else {meta, state, events, user}: the events of the window
-// alone, read with one LRANGE from its start.
-var getScript = goredis.NewScript(`
-local meta = redis.call('HGETALL', KEYS[1])
-if #meta == 0 then return {} end
-local start = 0
-if ARGV[1] == '1' then
-  for i = 1, #meta, 2 do
-    if meta[i] == 'compaction' then start = tonumber(meta[i + 1]) end
+// openScript reads a session, and may take its run lease first and create
+// it when it is missing, in one step. KEYS meta [app]; ARGV base id root
+// token lockMillis mode nowMicros ttlMillis since recent, then, in mode
+// "1" and "2", the session, user and app delta groups of the create.
+//
+//   - token: with one (non-empty), the run lease lock:<id> is taken first (SET
+//     PX lockMillis) unless another token holds it: then the reply is {0}
+//     and nothing else is done. A lease this token holds already (a retried
+//     call) is kept as it is.
+//   - mode: "0" reads the session; "1" creates it first when it is missing,
+//     as Create does (state, user: and app: state, index entry unless
+//     unlisted, tree membership, TTLs), then reads it; "2" creates it when
+//     it is missing and answers {1, 0} when it exists, without reading it.
+//   - since ("1": from the latest compaction event, meta's compaction) and
+//     recent (0: no limit) select the events read; see
+//     sessions.Window.Start. A session created by this call has none.
+//
+// Returns {0} (busy), {1} (no such session; a lease taken stays held),
+// {1, 0} (mode 2, the session exists), or {1, created, updated, state,
+// events, user[, app]}: created is 1 when this call created it, updated
+// meta's update time, state, user and app the hashes' fields and values
+// (app only with the app key), events the window's event JSON.
+var openScript = goredis.NewScript(luaLib + `
+local base, id, root, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if token ~= '' then
+  local lock = base .. 'lock:' .. id
+  local held = redis.call('GET', lock)
+  if not held then
+    redis.call('SET', lock, token, 'PX', ARGV[5])
+  elseif held ~= token then
+    return {0}
   end
 end
-local recent = tonumber(ARGV[2])
-if recent > 0 then
-  local len = redis.call('LLEN', KEYS[3])
-  if len - recent > start then start = len - recent end
+local meta, state, events, user = KEYS[1], base .. 'state:' .. id, base .. 'events:' .. id, base .. 'user'
+local mode, created = ARGV[6], 0
+if mode ~= '0' then
+  if redis.call('EXISTS', meta) == 1 then
+    if mode == '2' then return {1, 0} end
+  else
+    local now, index, tree = ARGV[7], base .. 'index', base .. 'tree:' .. root
+    redis.call('DEL', state, events)
+    redis.call('HSET', meta, 'created', now, 'updated', now, 'last', '')
+    local i = apply(state, ARGV, 11)
+    i = apply(user, ARGV, i)
+    apply(KEYS[2], ARGV, i)
+    if not unlisted(id) then redis.call('ZADD', index, now, id) end
+    if id ~= root then redis.call('SADD', tree, id) end
+    touch(tonumber(ARGV[8]), base, root, tree, index, user)
+    created = 1
+  end
 end
-return {meta, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], start, -1), redis.call('HGETALL', KEYS[4])}
+local m = redis.call('HMGET', meta, 'updated', 'compaction')
+if not m[1] then return {1} end
+local evs = {}
+if created == 0 then
+  local start = 0
+  if ARGV[9] == '1' and m[2] then start = tonumber(m[2]) end
+  local recent = tonumber(ARGV[10])
+  if recent > 0 then
+    local len = redis.call('LLEN', events)
+    if len - recent > start then start = len - recent end
+  end
+  evs = redis.call('LRANGE', events, start, -1)
+end
+local out = {1, created, m[1], redis.call('HGETALL', state), evs, redis.call('HGETALL', user)}
+if KEYS[2] then out[7] = redis.call('HGETALL', KEYS[2]) end
+return out
 `)
 
-// appendScript: KEYS meta state events index user tree [app];
-// (an unlisted session's append leaves the index alone);
-// ARGV base id root ttlMillis lastEventID n compaction, then for each of
-// the n events updatedMicros eventJSON and its session, user and app delta
-// groups. compaction is the place in the batch (from 1; 0: none) of its
-// last compaction event, whose index in the events list becomes the meta
-// field compaction, where reads since the latest compaction start.
-// Appends the events in order as one step. Returns 0 when the session does
-// not exist, 1 when appended, 2 when lastEventID (the id of the batch's last
-// event) is already the session's last event: a retried append whose first
-// reply was lost, which stored the whole batch.
+// appendScript stores a batch of events on a session, and may release
+// the session's run lease with it. KEYS meta [app] (an unlisted session's
+// append leaves the index alone); ARGV base id root ttlMillis lastEventID
+// n compaction token, then for each of the n events updatedMicros
+// eventJSON and its session, user and app delta groups. compaction is the
+// place in the batch (from 1; 0: none) of its last compaction event,
+// whose index in the events list becomes the meta field compaction, where
+// reads since the latest compaction start. Appends the events in order as
+// one step, unless lastEventID (the id of the batch's last event) is
+// already the session's last event: a retried append whose first reply
+// was lost, which stored the whole batch. Then, with a non-empty token, it
+// deletes the lease lock:<id> if that token holds it. Returns {status,
+// released}: status 0 when the session does not exist (nothing is done,
+// the lease is left), 1 when appended, 2 for a retry; released 1 when the
+// lease was deleted.
 var appendScript = goredis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local base, id, root, ttl, lastid, n, comp = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-if lastid ~= '' and redis.call('HGET', KEYS[1], 'last') == lastid then return 2 end
-local i, now = 8, nil
-for j = 1, n do
-  now = ARGV[i]
-  local len = redis.call('RPUSH', KEYS[3], ARGV[i + 1])
-  if j == comp then redis.call('HSET', KEYS[1], 'compaction', len - 1) end
-  i = apply(KEYS[2], ARGV, i + 2)
-  i = apply(KEYS[5], ARGV, i)
-  i = apply(KEYS[7], ARGV, i)
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
+local base, id, root, ttl, lastid, n, comp, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local status = 2
+if lastid == '' or redis.call('HGET', KEYS[1], 'last') ~= lastid then
+  status = 1
+  local state, events, index, user, tree = base .. 'state:' .. id, base .. 'events:' .. id, base .. 'index', base .. 'user', base .. 'tree:' .. root
+  local i, now = 9, nil
+  for j = 1, n do
+    now = ARGV[i]
+    local len = redis.call('RPUSH', events, ARGV[i + 1])
+    if j == comp then redis.call('HSET', KEYS[1], 'compaction', len - 1) end
+    i = apply(state, ARGV, i + 2)
+    i = apply(user, ARGV, i)
+    i = apply(KEYS[2], ARGV, i)
+  end
+  redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
+  if not unlisted(id) then redis.call('ZADD', index, now, id) end
+  touch(ttl, base, root, tree, index, user)
 end
-redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
-if not unlisted(id) then redis.call('ZADD', KEYS[4], now, id) end
-touch(ttl, base, root, KEYS[6], KEYS[4], KEYS[5])
-return 1
+local released = 0
+if token ~= '' then
+  local lock = base .. 'lock:' .. id
+  if redis.call('GET', lock) == token then
+    redis.call('DEL', lock)
+    released = 1
+  end
+end
+return {status, released}
 `)
 
 // deleteScript: KEYS meta index tree; ARGV base id. Deletes the session and
@@ -167,15 +211,6 @@ return {more, redis.call('HGETALL', KEYS[2]), out}
 // token still holds it; returns 0 when the lease was lost.
 var renewScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-`)
-
-// releaseWrittenScript: KEYS lock meta; ARGV token lastEventID (see
-// Store.AppendEventsRelease). Deletes the
-// lease while token holds it, and only once the session's last event is
-// lastEventID (the turn's write is stored).
-var releaseWrittenScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('HGET', KEYS[2], 'last') == ARGV[2] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 

@@ -55,14 +55,25 @@ func (s *Store) appKey(app string) string {
 	return s.prefix + "{" + escaper.Replace(app) + "}:app"
 }
 
-// writeKeys are the KEYS of the create and append scripts; the app: hash
-// joins them unless it lives on another Cluster node.
-func (s *Store) writeKeys(k sessionKeys, app string) []string {
-	keys := []string{k.meta, k.state, k.events, k.index, k.user, k.tree}
+// lockKey is the run-lease key of a session (sessionKeys.lock).
+func (s *Store) lockKey(app, user, id string) string {
+	return s.userBase(app, user) + "lock:" + id
+}
+
+// scriptKeys are the KEYS of the open and append scripts: the session's
+// meta hash (the scripts build the session's other keys from base and the
+// ids), and the app: hash unless it lives on another Cluster node.
+func (s *Store) scriptKeys(base, id, app string) []string {
 	if s.sameSlotApp {
-		keys = append(keys, s.appKey(app))
+		return []string{base + "meta:" + id, s.appKey(app)}
 	}
-	return keys
+	return []string{base + "meta:" + id}
+}
+
+// rootOf is the top-level session of the tree id belongs to.
+func rootOf(id string) string {
+	root, _, _ := strings.Cut(id, "/")
+	return root
 }
 
 // pipeline sends what build queues in one round trip. When the server has
@@ -93,130 +104,212 @@ func script(ctx context.Context, p goredis.Pipeliner, sc *goredis.Script, eval b
 	return sc.EvalSha(ctx, p, keys, args...)
 }
 
-// newSession is a session to create: the create script's keys and
-// arguments (without the lease token that starts them), and what the
-// caller needs once it ran.
-type newSession struct {
-	get      sessions.GetRequest
-	keys     []string
-	args     []any
+// run runs one script in one round trip (sent again with EVAL when the
+// server has not cached it) and returns its reply.
+func (s *Store) run(ctx context.Context, op string, sc *goredis.Script, keys []string, args ...any) (any, error) {
+	v, err := sc.Run(ctx, s.client, keys, args...).Result()
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return v, nil
+}
+
+// What the open script does besides reading the session (its mode).
+const (
+	openRead        = "0" // read it
+	openGetOrCreate = "1" // create it when it is missing, then read it
+	openCreate      = "2" // create it when it is missing; read nothing
+)
+
+// opening is one call of the open script (see openScript): its keys and
+// arguments, and what the caller needs once it ran.
+type opening struct {
+	op   string // for errors
+	get  sessions.GetRequest
+	keys []string
+	args []any
+	// appDelta is the create's app: delta, written apart on Cluster.
 	appDelta map[string]any
 	now      time.Time
 }
 
-// prepareCreate validates req and builds its create; an empty id is
-// generated.
-func (s *Store) prepareCreate(req sessions.CreateRequest) (*newSession, error) {
-	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
+// prepareOpen builds the open script's call for req's session in mode;
+// with a token (not "") it takes the session's run lease first. A create
+// (mode openGetOrCreate, openCreate) starts the session with state.
+func (s *Store) prepareOpen(op string, req sessions.GetRequest, token, mode string, state map[string]any) (*opening, error) {
+	base := s.userBase(req.AppName, req.UserID)
+	now := time.UnixMicro(s.now().UnixMicro()).UTC()
+	since := "0"
+	if req.SinceCompaction {
+		since = "1"
+	}
+	o := &opening{op: op, get: req, keys: s.scriptKeys(base, req.SessionID, req.AppName), now: now}
+	o.args = []any{base, req.SessionID, rootOf(req.SessionID), token, s.lockTTL.Milliseconds(), mode, now.UnixMicro(),
+		s.ttl.Milliseconds(), since, max(req.NumRecentEvents, 0)}
+	if mode == openRead {
+		return o, nil
+	}
+	own, appDelta, userDelta := sessions.SplitDelta(state)
+	var err error
+	if o.args, err = deltaArgs(o.args, own, userDelta, appDelta); err != nil {
 		return nil, err
+	}
+	o.appDelta = appDelta
+	return o, nil
+}
+
+// openResult is what an opening found: the session read (nil when it
+// does not exist, or when openCreate found it), and whether the lease was
+// another's (busy: nothing else was done), the session was created by
+// this call, or, for openCreate, existed. ran reports that the script
+// replied, also when open failed after it (then a lease it took is held).
+type openResult struct {
+	sess                        *sessions.Session
+	ran, busy, created, existed bool
+}
+
+// open runs o in one round trip: the open script, and on Cluster the app:
+// hash's HGETALL beside it (on its own node, in parallel) and, after a
+// create whose state has app: keys, their write (a second round trip).
+func (s *Store) open(ctx context.Context, o *opening) (openResult, error) {
+	var reply []any
+	var app any
+	if s.sameSlotApp {
+		v, err := s.run(ctx, o.op, openScript, o.keys, o.args...)
+		if err != nil {
+			return openResult{}, err
+		}
+		reply, _ = v.([]any)
+		if len(reply) > 6 {
+			app = reply[6]
+		}
+	} else {
+		var res *goredis.Cmd
+		var hash *goredis.MapStringStringCmd
+		if err := s.pipeline(ctx, o.op, func(p goredis.Pipeliner, eval bool) {
+			res = script(ctx, p, openScript, eval, o.keys, o.args...)
+			hash = p.HGetAll(ctx, s.appKey(o.get.AppName))
+		}); err != nil {
+			return openResult{}, err
+		}
+		reply, _ = res.Val().([]any)
+		app = hash.Val()
+	}
+	if len(reply) == 0 {
+		return openResult{}, corrupt("open reply")
+	}
+	res := openResult{ran: true}
+	switch len(reply) {
+	case 1:
+		res.busy = reply[0] == int64(0)
+		return res, nil
+	case 2:
+		res.existed = true
+		return res, nil
+	case 6, 7:
+	default:
+		return res, corrupt("open reply")
+	}
+	res.created = reply[1] == int64(1)
+	sess, err := s.decodeSession(o.get, reply[2], reply[4], reply[3], reply[5], app)
+	if err == nil && res.created {
+		err = s.writeApp(ctx, o.get.AppName, o.appDelta, sess.State)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.sess = sess
+	return res, nil
+}
+
+// decodeSession builds the session req names from what a read found: its
+// update time, event JSON, and state, user: and app: hashes.
+func (s *Store) decodeSession(req sessions.GetRequest, updated, events any, hashes ...any) (*sessions.Session, error) {
+	at, err := updatedTime(updated)
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]any{}
+	for _, h := range hashes {
+		if err := decodeState(state, h); err != nil {
+			return nil, err
+		}
+	}
+	raw, _ := events.([]any)
+	evs := make([]*sessions.Event, 0, len(raw))
+	for _, r := range raw {
+		str, _ := r.(string)
+		ev := &sessions.Event{}
+		if err := json.Unmarshal([]byte(str), ev); err != nil {
+			return nil, corrupt("event: " + err.Error())
+		}
+		evs = append(evs, ev)
+	}
+	return &sessions.Session{ID: req.SessionID, AppName: req.AppName, UserID: req.UserID, State: state,
+		Events: evs, LastUpdateTime: at}, nil
+}
+
+// createRequest is the read of the session req creates (a generated id
+// when it names none) and whether req is valid.
+func (s *Store) createRequest(req sessions.CreateRequest) (sessions.GetRequest, error) {
+	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
+		return sessions.GetRequest{}, err
 	}
 	id := req.SessionID
 	if id == "" {
 		id = s.newID()
 	}
-	own, appDelta, userDelta := sessions.SplitDelta(req.State)
-	now := time.UnixMicro(s.now().UnixMicro()).UTC()
-	k := s.keys(req.AppName, req.UserID, id)
-	args, err := deltaArgs([]any{k.base, id, k.root, now.UnixMicro(), s.ttl.Milliseconds()}, own, userDelta, appDelta)
-	if err != nil {
-		return nil, err
-	}
-	return &newSession{get: sessions.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id, Window: req.Window},
-		keys: append([]string{k.lock}, s.writeKeys(k, req.AppName)...), args: args, appDelta: appDelta, now: now}, nil
+	return sessions.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id, Window: req.Window}, nil
 }
 
-// queue adds the create script to a pipeline; with a token it creates only
-// while that token holds the session's run lease.
-func (c *newSession) queue(ctx context.Context, p goredis.Pipeliner, eval bool, token string) *goredis.Cmd {
-	return script(ctx, p, createScript, eval, c.keys, append([]any{token}, c.args...)...)
-}
-
-// created reports whether the create script's reply is a new session: {1,
-// state, user}, {0} when it existed.
-func created(res *goredis.Cmd) (reply []any, ok bool, err error) {
-	reply, _ = res.Val().([]any)
-	if len(reply) == 0 {
-		return nil, false, corrupt("create reply")
-	}
-	if n, _ := reply[0].(int64); n == 0 {
-		return reply, false, nil
-	}
-	if len(reply) != 3 {
-		return nil, false, corrupt("create reply")
-	}
-	return reply, true, nil
-}
-
-// Create implements sessions.Service.
+// Create implements sessions.Service: one script, one round trip (on
+// Cluster an app: delta follows in a second).
 func (s *Store) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
-	c, err := s.prepareCreate(req)
+	get, err := s.createRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	var res *goredis.Cmd
-	var app *goredis.MapStringStringCmd
-	if err := s.pipeline(ctx, "create", func(p goredis.Pipeliner, eval bool) {
-		res = c.queue(ctx, p, eval, "")
-		app = p.HGetAll(ctx, s.appKey(req.AppName))
-	}); err != nil {
-		return nil, err
-	}
-	reply, ok, err := created(res)
+	o, err := s.prepareOpen("create", get, "", openCreate, req.State)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", sessions.ErrExists, c.get.SessionID)
-	}
-	state := map[string]any{}
-	for _, h := range []any{reply[1], reply[2], app.Val()} {
-		if err := decodeState(state, h); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.writeApp(ctx, req.AppName, c.appDelta, state); err != nil {
+	res, err := s.open(ctx, o)
+	switch {
+	case err != nil:
 		return nil, err
+	case res.existed || !res.created:
+		return nil, fmt.Errorf("%w: %s", sessions.ErrExists, get.SessionID)
 	}
-	return &sessions.Session{ID: c.get.SessionID, AppName: req.AppName, UserID: req.UserID, State: state,
-		Events: []*sessions.Event{}, LastUpdateTime: c.now}, nil
+	return res.sess, nil
 }
 
-// GetOrCreate implements sessions.GetOrCreator in one round trip: the
-// create script (a no-op when the session exists) pipelined ahead of the
-// load. On Cluster a create whose state has app: keys writes them in a
-// second round trip, as Create does.
+// GetOrCreate implements sessions.GetOrCreator in one round trip: the open
+// script creates the session when it is missing and reads it. On Cluster
+// a create whose state has app: keys writes them in a second round trip,
+// as Create does.
 func (s *Store) GetOrCreate(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
-	c, err := s.prepareGetOrCreate(req)
+	o, err := s.prepareGetOrCreate(req, "")
 	if err != nil {
 		return nil, err
 	}
-	var res *goredis.Cmd
-	sess, err := s.load(ctx, c.get, func(p goredis.Pipeliner, eval bool) { res = c.queue(ctx, p, eval, "") })
-	if err != nil {
-		return nil, err
+	res, err := s.open(ctx, o)
+	if err == nil && res.sess == nil {
+		err = corrupt("get or create found no session")
 	}
-	if err := s.finishCreate(ctx, c, res, sess); err != nil {
-		return nil, err
-	}
-	return sess, nil
+	return res.sess, err
 }
 
-// prepareGetOrCreate is prepareCreate for a session that must be named.
-func (s *Store) prepareGetOrCreate(req sessions.CreateRequest) (*newSession, error) {
+// prepareGetOrCreate builds the opening that reads, or creates, the
+// session req names, which must be named; with token, under its lease.
+func (s *Store) prepareGetOrCreate(req sessions.CreateRequest, token string) (*opening, error) {
 	if req.SessionID == "" {
 		return nil, fmt.Errorf("%w: get or create needs a session id", sessions.ErrInvalid)
 	}
-	return s.prepareCreate(req)
-}
-
-// finishCreate completes, on sess (read after the create script in the
-// same pipeline), a create that took place: on Cluster its app: delta.
-func (s *Store) finishCreate(ctx context.Context, c *newSession, res *goredis.Cmd, sess *sessions.Session) error {
-	_, ok, err := created(res)
-	if err != nil || !ok {
-		return err
+	get, err := s.createRequest(req)
+	if err != nil {
+		return nil, err
 	}
-	return s.writeApp(ctx, c.get.AppName, c.appDelta, sess.State)
+	return s.prepareOpen("get or create", get, token, openGetOrCreate, req.State)
 }
 
 // writeApp applies an app: delta on Cluster, where the app hash lives on
@@ -241,63 +334,21 @@ func (s *Store) writeApp(ctx context.Context, app string, delta, state map[strin
 	return nil
 }
 
-// Get implements sessions.Service: one round trip reads the session, its
-// events and its user: and app: state.
+// Get implements sessions.Service: one script, one round trip, reads the
+// session, the events of its window and its user: and app: state.
 func (s *Store) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Session, error) {
 	if err := sessions.ValidateKeys(req.AppName, req.UserID); err != nil {
 		return nil, err
 	}
-	return s.load(ctx, req, nil)
-}
-
-// load reads a session in one round trip; with, when not nil, queues more
-// commands in the same pipeline ahead of the read (the run lease, a create).
-func (s *Store) load(ctx context.Context, req sessions.GetRequest, with func(p goredis.Pipeliner, eval bool)) (*sessions.Session, error) {
-	k := s.keys(req.AppName, req.UserID, req.SessionID)
-	since := "0"
-	if req.SinceCompaction {
-		since = "1"
-	}
-	var res *goredis.Cmd
-	var app *goredis.MapStringStringCmd
-	if err := s.pipeline(ctx, "get", func(p goredis.Pipeliner, eval bool) {
-		if with != nil {
-			with(p, eval)
-		}
-		res = script(ctx, p, getScript, eval, []string{k.meta, k.state, k.events, k.user}, since, max(req.NumRecentEvents, 0))
-		app = p.HGetAll(ctx, s.appKey(req.AppName))
-	}); err != nil {
-		return nil, err
-	}
-	reply, _ := res.Val().([]any)
-	if len(reply) == 0 {
-		return nil, fmt.Errorf("%w: %s", sessions.ErrNotFound, req.SessionID)
-	}
-	if len(reply) != 4 {
-		return nil, corrupt("get reply")
-	}
-	updated, err := updatedTime(hashOf(reply[0])["updated"])
+	o, err := s.prepareOpen("get", req, "", openRead, nil)
 	if err != nil {
 		return nil, err
 	}
-	state := map[string]any{}
-	for _, h := range []any{reply[1], reply[3], app.Val()} {
-		if err := decodeState(state, h); err != nil {
-			return nil, err
-		}
+	res, err := s.open(ctx, o)
+	if err == nil && res.sess == nil {
+		err = fmt.Errorf("%w: %s", sessions.ErrNotFound, req.SessionID)
 	}
-	raw, _ := reply[2].([]any)
-	events := make([]*sessions.Event, 0, len(raw))
-	for _, r := range raw {
-		str, _ := r.(string)
-		ev := &sessions.Event{}
-		if err := json.Unmarshal([]byte(str), ev); err != nil {
-			return nil, corrupt("event: " + err.Error())
-		}
-		events = append(events, ev)
-	}
-	return &sessions.Session{ID: req.SessionID, AppName: req.AppName, UserID: req.UserID, State: state,
-		Events: events, LastUpdateTime: updated}, nil
+	return res.sess, err
 }
 
 // List implements sessions.Service from the user's index; the page token is
@@ -396,13 +447,13 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 }
 
 // AppendEventsRelease implements sessions.ReleasingAppender: AppendEvents,
-// and the release of lease in the same round trip when it is this store's
+// and the release of lease in the same script when it is this store's
 // lease on sess's session. The release runs only once the batch is stored
-// (it checks the session's last event id), so a retried pipeline never
-// frees the lease before the write.
+// (or found stored by a retried call), so a retry never frees the lease
+// before the write.
 func (s *Store) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
 	l, _ := sessions.UnwrapLease(lease).(*heldLease)
-	if l != nil && (l.s != s || sess == nil || l.key != s.keys(sess.AppName, sess.UserID, sess.ID).lock) {
+	if l != nil && (l.s != s || sess == nil || l.key != s.lockKey(sess.AppName, sess.UserID, sess.ID)) {
 		l = nil // another store's or another session's: left to its holder
 	}
 	return s.appendEvents(ctx, sess, evs, l)
@@ -421,7 +472,7 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 	if err := sessions.ValidateKeys(sess.AppName, sess.UserID); err != nil {
 		return err
 	}
-	k := s.keys(sess.AppName, sess.UserID, sess.ID)
+	base := s.userBase(sess.AppName, sess.UserID)
 	last := evs[len(evs)-1]
 	comp := 0 // the place of the batch's last compaction event, from 1
 	for i, ev := range evs {
@@ -429,12 +480,17 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 			comp = i + 1
 		}
 	}
-	args := []any{k.base, sess.ID, k.root, s.ttl.Milliseconds(), last.ID, len(evs), comp}
-	appDeltas := map[string]any{}
+	token := ""
+	if lease != nil {
+		token = lease.token
+	}
+	args := make([]any, 0, 8+5*len(evs))
+	args = append(args, base, sess.ID, rootOf(sess.ID), s.ttl.Milliseconds(), last.ID, len(evs), comp, token)
+	var appDeltas map[string]any
 	var updated int64
 	for _, ev := range evs {
 		own, appDelta, userDelta := sessions.SplitDelta(ev.Actions.StateDelta)
-		body, err := json.Marshal(ev)
+		body, err := ev.StoredJSON()
 		if err != nil {
 			return fmt.Errorf("%w: event %s: %v", sessions.ErrInvalid, ev.ID, err)
 		}
@@ -446,24 +502,26 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 		if args, err = deltaArgs(append(args, updated, body), own, userDelta, appDelta); err != nil {
 			return err
 		}
-		maps.Copy(appDeltas, appDelta)
-	}
-	var res, rel *goredis.Cmd
-	if err := s.pipeline(ctx, "append", func(p goredis.Pipeliner, eval bool) {
-		res = script(ctx, p, appendScript, eval, s.writeKeys(k, sess.AppName), args...)
-		if lease != nil {
-			rel = script(ctx, p, releaseWrittenScript, eval, []string{k.lock, k.meta}, lease.token, last.ID)
+		if len(appDelta) > 0 && !s.sameSlotApp {
+			if appDeltas == nil {
+				appDeltas = map[string]any{}
+			}
+			maps.Copy(appDeltas, appDelta)
 		}
-	}); err != nil {
+	}
+	v, err := s.run(ctx, "append", appendScript, s.scriptKeys(base, sess.ID, sess.AppName), args...)
+	if err != nil {
 		return err
 	}
-	if rel != nil {
-		if n, _ := rel.Val().(int64); n == 1 {
-			lease.released.Store(true)
-			lease.stop()
-		}
+	reply, _ := v.([]any)
+	if len(reply) != 2 {
+		return corrupt("append reply")
 	}
-	if n, _ := res.Val().(int64); n == 0 {
+	if reply[1] == int64(1) {
+		lease.released.Store(true)
+		lease.stop()
+	}
+	if reply[0] == int64(0) {
 		return fmt.Errorf("%w: %s", sessions.ErrNotFound, sess.ID)
 	}
 	if err := s.writeApp(ctx, sess.AppName, appDeltas, map[string]any{}); err != nil {
@@ -482,6 +540,9 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 func deltaArgs(args []any, deltas ...map[string]any) ([]any, error) {
 	for _, d := range deltas {
 		args = append(args, len(d))
+		if len(d) == 0 {
+			continue
+		}
 		for _, key := range slices.Sorted(maps.Keys(d)) {
 			b, err := json.Marshal(d[key])
 			if err != nil {

@@ -24,11 +24,14 @@ import (
 // what an outage before the turn's write leaves behind.
 
 // opLog names each round trip a client makes: a pipeline or a command sent
-// alone is one. A command is named after what it does ("get", "append",
-// "create", "lock", "unlock", "release" for this package's scripts and the
-// lease: "release" is the release that rides on a turn's write); a
-// pipeline after its named commands, joined by "+" ("lock+get"), other
-// commands (the app: hash's HGETALL) left out.
+// alone is one. A command is named after what it does: for this package's
+// scripts "get" (the open script reading), "create+get" (creating a
+// missing session first), "create" (creating only), each with "lock+"
+// ahead when it takes the run lease, "append" (with "+release" when it
+// releases the lease), "list", "delete", "unlock", "renew"; "lock" for
+// the lease's SET NX. A pipeline is named after its named commands,
+// joined by "+", other commands (the app: hash's HGETALL on Cluster)
+// left out.
 type opLog struct {
 	mu    sync.Mutex
 	ops   []string
@@ -37,8 +40,8 @@ type opLog struct {
 
 func newOpLog() *opLog {
 	l := &opLog{names: map[string]string{}}
-	for name, sc := range map[string]*goredis.Script{"get": getScript, "append": appendScript, "create": createScript,
-		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript, "release": releaseWrittenScript} {
+	for name, sc := range map[string]*goredis.Script{"open": openScript, "append": appendScript,
+		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript} {
 		l.names[sc.Hash()] = name
 	}
 	return l
@@ -47,11 +50,29 @@ func newOpLog() *opLog {
 func (l *opLog) name(cmd goredis.Cmder) string {
 	args := cmd.Args()
 	switch strings.ToLower(cmd.Name()) {
-	case "evalsha":
-		return l.names[args[1].(string)]
-	case "eval":
-		sum := sha1.Sum([]byte(args[1].(string)))
-		return l.names[hex.EncodeToString(sum[:])]
+	case "evalsha", "eval":
+		sha, _ := args[1].(string)
+		if cmd.Name() == "eval" {
+			sum := sha1.Sum([]byte(sha))
+			sha = hex.EncodeToString(sum[:])
+		}
+		name := l.names[sha]
+		// ARGV after EVALSHA sha numkeys KEYS...
+		nkeys, _ := args[2].(int)
+		argv := args[3+nkeys:]
+		arg := func(i int) string { s, _ := argv[i].(string); return s }
+		switch name {
+		case "open":
+			name = map[string]string{openRead: "get", openGetOrCreate: "create+get", openCreate: "create"}[arg(5)]
+			if arg(3) != "" {
+				name = "lock+" + name
+			}
+		case "append":
+			if arg(7) != "" {
+				name += "+release"
+			}
+		}
+		return name
 	case "set":
 		if slices.ContainsFunc(args, func(a any) bool { s, _ := a.(string); return strings.EqualFold(s, "nx") }) {
 			return "lock"
