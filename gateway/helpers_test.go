@@ -126,6 +126,23 @@ func newFixtureWith(t *testing.T, set spec.Set, fake fakeFn, opts ...fixtureOpt)
 	return f
 }
 
+// shutdown stops the fixture's server as a stopping process does, with
+// what is left of grace: the runs still going then are ended.
+func (f *fixture) shutdown(grace context.Context) {
+	f.t.Helper()
+	if err := f.gw.Shutdown(grace, f.srv.Config); err != nil {
+		f.t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// shutdownNow is shutdown without a grace.
+func (f *fixture) shutdownNow() {
+	f.t.Helper()
+	grace, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.shutdown(grace)
+}
+
 // post sends a JSON body and returns the response (the caller closes it).
 func (f *fixture) post(path, body string, headers ...string) *http.Response {
 	f.t.Helper()

@@ -174,7 +174,7 @@ func (s *Server) attachRun(c *gin.Context, inv string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(c.Request.Context())
+	ctx, cancel := s.followUntilStop(c.Request.Context(), inv)
 	defer cancel()
 	// The first read decides the status: a cursor past the log, or frames
 	// that expired, are answered before the stream starts.

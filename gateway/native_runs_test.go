@@ -75,14 +75,14 @@ func (c *sseClient) rest() []string {
 func (c *sseClient) close() { c.resp.Body.Close() }
 
 // gatedModel streams "a", then waits for gate (or its context) before
-// the final "ab"; started is closed once "a" went out, aborted when the
-// call's context ended first.
+// the final "ab"; each call sends on started once "a" went out, and on
+// aborted when its context ended first (up to 16 calls).
 type gatedModel struct {
 	gate, started, aborted chan struct{}
 }
 
 func newGatedModel() *gatedModel {
-	return &gatedModel{gate: make(chan struct{}), started: make(chan struct{}), aborted: make(chan struct{})}
+	return &gatedModel{gate: make(chan struct{}), started: make(chan struct{}, 16), aborted: make(chan struct{}, 16)}
 }
 
 func (g *gatedModel) fn(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
@@ -90,12 +90,12 @@ func (g *gatedModel) fn(ctx context.Context, req *model.Request, stream bool, yi
 	if !yield(part, nil) {
 		return
 	}
-	close(g.started)
+	g.started <- struct{}{}
 	select {
 	case <-g.gate:
 		yield(textFinal("ab"), nil)
 	case <-ctx.Done():
-		close(g.aborted)
+		g.aborted <- struct{}{}
 		yield(nil, ctx.Err())
 	}
 }

@@ -813,7 +813,7 @@ func TestNativeShutdownEndsStreams(t *testing.T) {
 		done <- data
 	}()
 	<-started
-	f.gw.Shutdown()
+	f.shutdownNow()
 	select {
 	case data := <-done:
 		if len(data) != 2 || data[1] != `{"error":"The server is shutting down; retry the request."}` {
@@ -821,9 +821,6 @@ func TestNativeShutdownEndsStreams(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream not ended by Shutdown")
-	}
-	if status, _ := f.do(http.MethodPost, "/run_sse", body); status != http.StatusServiceUnavailable {
-		t.Errorf("after shutdown: status %d", status)
 	}
 }
 

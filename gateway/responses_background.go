@@ -146,14 +146,21 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	if send(enc.Start()) != nil {
 		return
 	}
-	for f, err := range s.cfg.RunLog.Follow(ctx, id, -1) {
+	follow, stop := s.followUntilStop(ctx, id)
+	defer stop()
+	for f, err := range s.cfg.RunLog.Follow(follow, id, -1) {
+		ev := f.Event
+		if err == nil && ev == nil {
+			ev = new(sessions.Event) // a shared log keeps the event's JSON
+			err = json.Unmarshal(f.Data, ev)
+		}
 		if err != nil {
 			return // the client left, or the log failed: the stream ends
 		}
-		if f.Event.ErrorCode != "" {
+		if ev.ErrorCode != "" {
 			continue // how the run ended: the stored response says it
 		}
-		if send(enc.Event(f.Event)) != nil {
+		if send(enc.Event(ev)) != nil {
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,6 +116,9 @@ type Server struct {
 	// runs are the turns running in this process (see turn.go), and the
 	// A2A tasks kept after their runs (see a2a_tasks.go).
 	runs *runs.Registry
+	// stopping is closed when a shutdown begins (see Shutdown).
+	stopping chan struct{}
+	stopOnce sync.Once
 
 	// lockGet takes a session's run lock with its read in one round trip,
 	// when the store is also the locker and can (nil otherwise).
@@ -208,7 +212,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention, MaxEndedRuns: cfg.RunMaxEnded,
 			MaxBytes: cfg.RunMaxBytes})
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog, Index: cfg.RunIndex}), lockGet: lockGet, refs: refs}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog, Index: cfg.RunIndex}), lockGet: lockGet, refs: refs,
+		stopping: make(chan struct{})}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err
 	}
@@ -385,8 +390,3 @@ func (s *Server) limitBody(c *gin.Context) {
 	}
 	c.Next()
 }
-
-// Shutdown ends every running turn (streams end with an error frame: the
-// server is stopping) and starts no new one; it does not wait for them.
-// Call it after the grace period of http.Server.Shutdown ran out.
-func (s *Server) Shutdown() { s.runs.Close() }

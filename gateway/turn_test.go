@@ -120,7 +120,7 @@ func TestShutdownEndsTurnsNotStreamed(t *testing.T) {
 				done <- answer{resp.StatusCode, m}
 			}()
 			<-started
-			f.gw.Shutdown()
+			f.shutdownNow()
 			select {
 			case a := <-done:
 				ok := a.status == http.StatusServiceUnavailable
@@ -146,7 +146,7 @@ func TestTurnsAreRuns(t *testing.T) {
 	verifyNoLeaks(t)
 	started := make(chan struct{})
 	f := newNativeFixture(t, partialThenWait(started, nil))
-	t.Cleanup(f.gw.Shutdown) // a failed check leaves no run waiting
+	t.Cleanup(f.shutdownNow) // a failed check leaves no run waiting
 	reg := f.gw.RunRegistry()
 	frames := make(chan []string)
 	go func() {

@@ -270,14 +270,27 @@ func (r *Registry) Close() {
 // or ctx is done.
 func (r *Registry) Shutdown(ctx context.Context) error {
 	r.Close()
-	for _, run := range r.liveRuns() {
-		select {
-		case <-run.Done():
-		case <-ctx.Done():
-			return ctx.Err()
+	return r.Wait(ctx)
+}
+
+// Wait waits until the registry has no live run, runs started meanwhile
+// included, or ctx is done (its error then). It neither closes the
+// registry nor cancels a run: with Close after it, a stopping process
+// gives its runs a grace to finish, then ends the rest.
+func (r *Registry) Wait(ctx context.Context) error {
+	for {
+		live := r.liveRuns()
+		if len(live) == 0 {
+			return nil
+		}
+		for _, run := range live {
+			select {
+			case <-run.Done():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
-	return nil
 }
 
 func (r *Registry) liveRuns() []*Run {

@@ -348,6 +348,62 @@ func TestShutdownWaitsForRuns(t *testing.T) {
 	}
 }
 
+// Wait gives the runs their grace: it cancels none, waits for a run
+// started while it waits too, and gives up with its context; Close after
+// it ends the rest as shutdown (failed), and no run starts after that.
+func TestWaitIsTheGraceBeforeClose(t *testing.T) {
+	ctx := context.Background()
+	reg := runs.NewRegistry(runs.Config{})
+	first, firstCtx, err := reg.Start(ctx, runs.Spec{ID: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- reg.Wait(ctx) }()
+	// A run starts while Wait waits, and the first finishes on its own.
+	late, lateCtx, err := reg.Start(ctx, runs.Spec{ID: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Finish(ctx, nil)
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned (%v) while a run started meanwhile still runs", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if firstCtx.Err() != context.Canceled || lateCtx.Err() != nil {
+		t.Errorf("Wait cancelled a run: first %v (ended by its Finish), late %v", firstCtx.Err(), lateCtx.Err())
+	}
+	late.Finish(ctx, nil)
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+
+	// The grace runs out on a run that goes on: Close ends it.
+	stuck, stuckCtx, err := reg.Start(ctx, runs.Spec{ID: "stuck"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := reg.Wait(grace); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait past its grace: %v", err)
+	}
+	go func() {
+		<-stuckCtx.Done()
+		stuck.Finish(ctx, context.Cause(stuckCtx))
+	}()
+	if err := reg.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in := stuck.Info(); in.Status != runs.StatusFailed || !errors.Is(stuck.Err(), runs.ErrShutdown) {
+		t.Errorf("a run ended by shutdown: %s %v, want failed with ErrShutdown", in.Status, stuck.Err())
+	}
+	if _, _, err := reg.Start(ctx, runs.Spec{ID: "after"}); !errors.Is(err, runs.ErrShutdown) {
+		t.Errorf("Start after Shutdown: %v", err)
+	}
+}
+
 func TestMemoryLogReadAfterCursor(t *testing.T) {
 	ctx := context.Background()
 	log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxFrames: 3})

@@ -191,18 +191,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	case <-sigCtx.Done():
 	}
+	// Requests and runs (attached or not) get the grace, then the runs
+	// still going end with SHUTDOWN (see gateway.Server.Shutdown).
 	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
 	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
 	defer cancel()
-	if err := hs.Shutdown(graceCtx); err != nil {
-		// Grace is over: end the streams still open with an error frame,
-		// then give them a moment to write it.
-		srv.Shutdown()
-		endCtx, cancelEnd := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancelEnd()
-		if err := hs.Shutdown(endCtx); err != nil {
-			_ = hs.Close()
-		}
+	if err := srv.Shutdown(graceCtx, hs); err != nil {
+		log.Warn("shutdown cut short", "err", err)
 	}
 	log.Info("stopped")
 	return 0
