@@ -440,13 +440,11 @@ func (rs *responsesSink) finish(err error) ([]openaiwire.ResponseEvent, *apiErro
 	switch {
 	case err == nil:
 		events = rs.enc.Finish(usage)
+	case cancelled(err):
+		ae, events = classify(err), rs.enc.Cancel(usage)
 	default:
 		ae = classify(err)
-		if ae.status == 499 {
-			events = rs.enc.Cancel(usage)
-		} else {
-			events = rs.enc.Fail(toWire(ae), usage)
-		}
+		events = rs.enc.Fail(toWire(ae), usage)
 	}
 	if rs.store && rs.turn.run != nil {
 		rs.save()

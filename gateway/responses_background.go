@@ -69,7 +69,7 @@ func (b *responsesBackground) event(ev *sessions.Event) error {
 // end stores the final response (before the run's log ends: a replay
 // that saw the end reads it).
 func (b *responsesBackground) end(_ context.Context, err error) {
-	if _, ae := b.finish(err); ae != nil && ae.status != 499 {
+	if _, ae := b.finish(err); ae != nil && err != nil && !cancelled(err) {
 		b.s.log.WarnContext(b.ctx, "background response failed", "err", err)
 	}
 }
@@ -149,10 +149,9 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	follow, stop := s.followUntilStop(ctx, id)
 	defer stop()
 	for f, err := range s.cfg.RunLog.Follow(follow, id, -1) {
-		ev := f.Event
-		if err == nil && ev == nil {
-			ev = new(sessions.Event) // a shared log keeps the event's JSON
-			err = json.Unmarshal(f.Data, ev)
+		var ev *sessions.Event
+		if err == nil {
+			ev, err = f.Decode()
 		}
 		if err != nil {
 			return // the client left, or the log failed: the stream ends
@@ -209,17 +208,42 @@ func (s *Server) cancelResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	if run, err := s.runs.Get(ctx, id); err == nil {
-		run.Cancel(nil)
-		select {
-		case <-run.Done():
-		case <-ctx.Done():
-			return
-		}
-		if rec, err = s.loadResponse(ctx, id); err != nil {
+	if err := s.stopResponse(ctx, id, rec); err != nil {
+		if ctx.Err() == nil {
 			writeOpenAIError(c, classify(err))
-			return
 		}
+		return
+	}
+	if rec, err = s.loadResponse(ctx, id); err != nil {
+		writeOpenAIError(c, classify(err))
+		return
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+}
+
+// stopResponse cancels the run of a background response, here or on the
+// replica that runs it, and returns once it stopped (its final record is
+// stored before that). A response that ended is left as it is.
+func (s *Server) stopResponse(ctx context.Context, id string, rec *responseRecord) error {
+	run, err := s.runs.Get(ctx, id)
+	switch {
+	case err == nil:
+		run.Cancel(errRunCancelled)
+		select {
+		case <-run.Done():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	case !errors.Is(err, runs.ErrNotFound):
+		return err
+	}
+	var resp struct{ Status string }
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		return err
+	}
+	if resp.Status != openaiwire.StatusQueued && resp.Status != openaiwire.StatusInProgress {
+		return nil
+	}
+	return s.cancelElsewhere(ctx, id)
 }
