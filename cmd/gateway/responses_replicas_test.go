@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,5 +135,57 @@ func TestReplicasShareBackgroundResponses(t *testing.T) {
 		if st := responseStatus(t, base, id2); st != "cancelled" {
 			t.Errorf("%s polls %s after the cancel", base, st)
 		}
+	}
+}
+
+// With the session store stopped, no response that store true promised to
+// keep is answered as if it were kept: a streamed one that was running
+// ends with response.failed, a non-streamed one is a 503, and a
+// background one is refused before anything runs.
+func TestResponsesStoreStopped(t *testing.T) {
+	r := heldReplicas(t, "")
+	up, a := r.up, r.start(t)
+	stream, err := do(t, http.MethodPost, a+"/v1/responses", `{"model":"desk","input":"hi","stream":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	br := bufio.NewReader(stream.Body)
+	first := responseEvents(t, br, 5) // created, in_progress, the item, its part, "a"
+	<-up.started
+	plain := make(chan string, 1)
+	go func() {
+		resp, err := do(t, http.MethodPost, a+"/v1/responses", `{"model":"desk","input":"hi"}`)
+		if err != nil {
+			plain <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		plain <- fmt.Sprint(resp.StatusCode, " ", string(b))
+	}()
+	<-up.started
+	r.stopRedis()
+	up.release <- struct{}{}
+	up.release <- struct{}{}
+
+	events := append(first, responseEvents(t, br, 0)...)
+	if err := responsescheck.Events(events, responsescheck.StreamOptions{After: -1}); err != nil {
+		t.Errorf("the stream against the specification: %v", err)
+	}
+	if last := events[len(events)-1]; last.Event != "response.failed" || !bytes.Contains(last.Data, []byte(`"code":"session_store_unavailable"`)) {
+		t.Errorf("the stream ended with %s %s", last.Event, last.Data)
+	}
+	if got := <-plain; !strings.HasPrefix(got, "503 ") || !strings.Contains(got, `"code":"session_store_unavailable"`) {
+		t.Errorf("not streamed: %s", got)
+	}
+	resp, err := do(t, http.MethodPost, a+"/v1/responses", `{"model":"desk","input":"hi","background":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"code":"session_store_unavailable"`)) || len(up.started) != 0 {
+		t.Errorf("background: %d %s, %d upstream calls", resp.StatusCode, b, len(up.started))
 	}
 }
