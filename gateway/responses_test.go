@@ -429,10 +429,8 @@ func TestResponsesBackgroundReplay(t *testing.T) {
 	for _, after := range []int{1, 3} {
 		_, rest := f.getRaw("/v1/responses/" + id + "?stream=true&starting_after=" + strconv.Itoa(after))
 		tail := responsescheck.Frames(rest)
-		if after == 1 { // the checker follows items it saw added
-			if err := responsescheck.Events(tail, responsescheck.StreamOptions{After: 1}); err != nil {
-				t.Fatalf("partial replay: %v\n%s", err, rest)
-			}
+		if err := responsescheck.Events(tail, responsescheck.StreamOptions{After: int64(after)}); err != nil {
+			t.Fatalf("replay after %d: %v\n%s", after, err, rest)
 		}
 		if len(tail) != len(all)-after-1 {
 			t.Fatalf("replay after %d has %d frames, want %d", after, len(tail), len(all)-after-1)
