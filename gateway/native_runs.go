@@ -131,13 +131,8 @@ func (s *Server) cancelRun(c *gin.Context, in runs.Info, run *runs.Run) error {
 		return nil
 	}
 	if !in.Status.Final() {
-		if err := s.runs.CancelElsewhere(ctx, in.ID); err != nil {
+		if err := s.cancelElsewhere(ctx, in.ID); err != nil {
 			return err
-		}
-		for _, err := range s.cfg.RunLog.Follow(ctx, in.ID, -1) {
-			if err != nil && !errors.Is(err, runs.ErrTrimmed) && !errors.Is(err, runs.ErrNotFound) {
-				return err
-			}
 		}
 		var err error
 		if in, _, err = s.runs.Lookup(ctx, in.App, in.User, in.Session, in.ID); err != nil {
@@ -145,6 +140,21 @@ func (s *Server) cancelRun(c *gin.Context, in runs.Info, run *runs.Run) error {
 		}
 	}
 	c.JSON(http.StatusOK, newRunInfo(in))
+	return nil
+}
+
+// cancelElsewhere asks the replica running run id to cancel it (through
+// the run index) and waits until it stopped: until its log, which every
+// replica shares then, ended.
+func (s *Server) cancelElsewhere(ctx context.Context, id string) error {
+	if err := s.runs.CancelElsewhere(ctx, id); err != nil {
+		return err
+	}
+	for _, err := range s.cfg.RunLog.Follow(ctx, id, -1) {
+		if err != nil && !errors.Is(err, runs.ErrTrimmed) && !errors.Is(err, runs.ErrNotFound) {
+			return err
+		}
+	}
 	return nil
 }
 

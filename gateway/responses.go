@@ -424,8 +424,11 @@ func (rs *responsesSink) persist(ctx context.Context) error {
 }
 
 // finish ends the encoder as the run ended, stores the response when it
-// is to be, and returns the ending's events and the error to report
-// (nil when the response itself says it failed).
+// is to be, and returns the ending's events and the error to report. A
+// response whose turn ran to its end but that could not be stored, as
+// store true promised (it could be neither retrieved nor continued),
+// fails: the turn's events stay in its conversation, and the client, told
+// that it failed, may send the request again.
 func (rs *responsesSink) finish(err error) ([]openaiwire.ResponseEvent, *apiError) {
 	var usage *genai.GenerateContentResponseUsageMetadata
 	if run := rs.turn.run; run != nil {
@@ -440,29 +443,44 @@ func (rs *responsesSink) finish(err error) ([]openaiwire.ResponseEvent, *apiErro
 	switch {
 	case err == nil:
 		events = rs.enc.Finish(usage)
+	case cancelled(err):
+		ae, events = classify(err), rs.enc.Cancel(usage)
 	default:
 		ae = classify(err)
-		if ae.status == 499 {
-			events = rs.enc.Cancel(usage)
-		} else {
-			events = rs.enc.Fail(toWire(ae), usage)
-		}
+		events = rs.enc.Fail(toWire(ae), usage)
 	}
 	if rs.store && rs.turn.run != nil {
-		rs.save()
+		if serr := rs.save(); serr != nil && err == nil {
+			ae = notStored(serr)
+			events = rs.enc.Revoke(toWire(ae))
+		}
 	}
 	return events, ae
 }
 
+// notStored is what a client is told of a response that ran but could not
+// be stored: the store's failure (a server error), in words that say so.
+func notStored(err error) *apiError {
+	const msg = "The response could not be stored, so it could be neither retrieved nor continued; send the request again."
+	ae := *classify(err)
+	if ae.status < http.StatusInternalServerError {
+		return &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: msg}
+	}
+	ae.message = msg + " " + ae.message
+	return &ae
+}
+
 // save stores the response as it stands.
-func (rs *responsesSink) save() {
+func (rs *responsesSink) save() error {
 	rec := &responseRecord{App: rs.turn.app.ID, User: rs.turn.req.UserID, Input: rs.input, Background: rs.names != nil, Names: rs.names}
 	if rs.turn.stored {
 		rec.Session, rec.LastEvent = rs.turn.sessionID, rs.turn.lastEvent
 	}
-	if err := rs.s.saveResponse(context.WithoutCancel(rs.ctx), rec, rs.enc.Response()); err != nil {
-		rs.s.log.WarnContext(rs.ctx, "storing a response failed", "err", err)
+	err := rs.s.saveResponse(context.WithoutCancel(rs.ctx), rec, rs.enc.Response())
+	if err != nil {
+		rs.s.log.ErrorContext(rs.ctx, "storing a response failed", "response_id", rs.enc.Response().ID, "err", err)
 	}
+	return err
 }
 
 // responsesStream writes a streamed response.
@@ -511,7 +529,9 @@ func (st *responsesStream) end(_ context.Context, err error) {
 		if ae.status == 499 {
 			return // the client is gone
 		}
-		st.s.log.WarnContext(st.ctx, "response failed", "err", err)
+		if err != nil { // else it was not stored, which save logged
+			st.s.log.WarnContext(st.ctx, "response failed", "err", err)
+		}
 		if st.w == nil {
 			writeOpenAIError(st.c, ae)
 			return
@@ -540,7 +560,9 @@ func (ra *responsesAnswer) end(_ context.Context, err error) {
 	_, ae := ra.finish(err)
 	if ae != nil {
 		if ae.status != 499 {
-			ra.s.log.WarnContext(ra.ctx, "response failed", "err", err)
+			if err != nil { // else it was not stored, which save logged
+				ra.s.log.WarnContext(ra.ctx, "response failed", "err", err)
+			}
 			writeOpenAIError(c, ae)
 		}
 		return
@@ -568,7 +590,7 @@ func (s *Server) getResponse(c *gin.Context) {
 		s.streamBackground(c, c.Param("id"), after)
 		return
 	}
-	rec, err := s.loadResponse(c.Request.Context(), c.Param("id"))
+	rec, err := s.currentResponse(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return

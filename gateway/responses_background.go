@@ -69,7 +69,7 @@ func (b *responsesBackground) event(ev *sessions.Event) error {
 // end stores the final response (before the run's log ends: a replay
 // that saw the end reads it).
 func (b *responsesBackground) end(_ context.Context, err error) {
-	if _, ae := b.finish(err); ae != nil && ae.status != 499 {
+	if _, ae := b.finish(err); ae != nil && err != nil && !cancelled(err) {
 		b.s.log.WarnContext(b.ctx, "background response failed", "err", err)
 	}
 }
@@ -77,7 +77,9 @@ func (b *responsesBackground) end(_ context.Context, err error) {
 // startBackground starts a background turn that began: the record is
 // stored in_progress, the run goes on without the request, and the client
 // gets the response object, or with stream the run's events as they come
-// (leaving does not stop the run).
+// (leaving does not stop the run). A record that cannot be stored fails
+// the request before anything runs: nobody could poll, replay or cancel
+// the response.
 func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream bool) {
 	ctx := context.WithoutCancel(c.Request.Context())
 	b.ctx = ctx
@@ -85,12 +87,16 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 	if b.turn.stored {
 		b.enc.SetSession(b.turn.sessionID)
 	}
-	b.save()
+	if err := b.save(); err != nil {
+		t.abandon()
+		writeOpenAIError(c, notStored(err))
+		return
+	}
 	runCtx, err := s.startRun(ctx, t)
 	if err != nil {
 		ae := classify(err)
 		b.enc.Fail(toWire(ae), nil)
-		b.save()
+		_ = b.save()
 		writeOpenAIError(c, ae)
 		return
 	}
@@ -108,7 +114,7 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 // the run to its end.
 func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	ctx := c.Request.Context()
-	rec, err := s.loadResponse(ctx, id)
+	rec, err := s.currentResponse(ctx, id)
 	if err == nil && !rec.Background {
 		err = badRequest("stream", "Only background responses can be streamed again.")
 	}
@@ -149,10 +155,9 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	follow, stop := s.followUntilStop(ctx, id)
 	defer stop()
 	for f, err := range s.cfg.RunLog.Follow(follow, id, -1) {
-		ev := f.Event
-		if err == nil && ev == nil {
-			ev = new(sessions.Event) // a shared log keeps the event's JSON
-			err = json.Unmarshal(f.Data, ev)
+		var ev *sessions.Event
+		if err == nil {
+			ev, err = f.Decode()
 		}
 		if err != nil {
 			return // the client left, or the log failed: the stream ends
@@ -164,7 +169,7 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 			return
 		}
 	}
-	if rec, err = s.loadResponse(context.WithoutCancel(ctx), id); err == nil {
+	if rec, err = s.currentResponse(context.WithoutCancel(ctx), id); err == nil {
 		err = json.Unmarshal(rec.Response, &resp)
 	}
 	if err != nil {
@@ -201,7 +206,7 @@ func resetResponse(r *openaiwire.Response) {
 // returned.
 func (s *Server) cancelResponse(c *gin.Context) {
 	ctx, id := c.Request.Context(), c.Param("id")
-	rec, err := s.loadResponse(ctx, id)
+	rec, err := s.currentResponse(ctx, id)
 	if err == nil && !rec.Background {
 		err = badRequest("", "Only background responses can be cancelled.")
 	}
@@ -209,17 +214,80 @@ func (s *Server) cancelResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	if run, err := s.runs.Get(ctx, id); err == nil {
-		run.Cancel(nil)
-		select {
-		case <-run.Done():
-		case <-ctx.Done():
-			return
-		}
-		if rec, err = s.loadResponse(ctx, id); err != nil {
+	if err := s.stopResponse(ctx, id, rec); err != nil {
+		if ctx.Err() == nil {
 			writeOpenAIError(c, classify(err))
-			return
 		}
+		return
+	}
+	if rec, err = s.currentResponse(ctx, id); err != nil {
+		writeOpenAIError(c, classify(err))
+		return
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+}
+
+// currentResponse reads the record of response id, as loadResponse does.
+// A background response whose record still says that it runs while its
+// run has ended (its end is stored before that) is one whose end could
+// not be stored: it is answered failed, so that polls and replays of it
+// end (the record is left as it is).
+func (s *Server) currentResponse(ctx context.Context, id string) (*responseRecord, error) {
+	rec, err := s.loadResponse(ctx, id)
+	if err != nil || !rec.Background || !rec.running() {
+		return rec, err
+	}
+	in, _, err := s.runs.Lookup(ctx, rec.App, rec.User, rec.Session, id)
+	switch {
+	case err == nil && !in.Status.Final():
+		return rec, nil
+	case err != nil && !errors.Is(err, runs.ErrNotFound):
+		return nil, err
+	}
+	// The run ended (or is long forgotten): read the record again, which
+	// its end may have replaced since the first read.
+	if rec, err = s.loadResponse(ctx, id); err != nil || !rec.running() {
+		return rec, err
+	}
+	var resp openaiwire.Response
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		return nil, err
+	}
+	resp.Status = openaiwire.StatusFailed
+	resp.Error = &openaiwire.ResponseError{Code: "server_error", Message: "The response ended, but its end could not be stored."}
+	if rec.Response, err = json.Marshal(&resp); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// running reports whether the record says its response is queued or in
+// progress.
+func (rec *responseRecord) running() bool {
+	var resp struct{ Status string }
+	_ = json.Unmarshal(rec.Response, &resp)
+	return resp.Status == openaiwire.StatusQueued || resp.Status == openaiwire.StatusInProgress
+}
+
+// stopResponse cancels the run of a background response, here or on the
+// replica that runs it, and returns once it stopped (its final record is
+// stored before that). A response that ended is left as it is.
+func (s *Server) stopResponse(ctx context.Context, id string, rec *responseRecord) error {
+	run, err := s.runs.Get(ctx, id)
+	switch {
+	case err == nil:
+		run.Cancel(errRunCancelled)
+		select {
+		case <-run.Done():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	case !errors.Is(err, runs.ErrNotFound):
+		return err
+	}
+	if !rec.running() {
+		return nil
+	}
+	return s.cancelElsewhere(ctx, id)
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/openaiwire/responsescheck"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -426,10 +429,8 @@ func TestResponsesBackgroundReplay(t *testing.T) {
 	for _, after := range []int{1, 3} {
 		_, rest := f.getRaw("/v1/responses/" + id + "?stream=true&starting_after=" + strconv.Itoa(after))
 		tail := responsescheck.Frames(rest)
-		if after == 1 { // the checker follows items it saw added
-			if err := responsescheck.Events(tail, responsescheck.StreamOptions{After: 1}); err != nil {
-				t.Fatalf("partial replay: %v\n%s", err, rest)
-			}
+		if err := responsescheck.Events(tail, responsescheck.StreamOptions{After: int64(after)}); err != nil {
+			t.Fatalf("replay after %d: %v\n%s", after, err, rest)
 		}
 		if len(tail) != len(all)-after-1 {
 			t.Fatalf("replay after %d has %d frames, want %d", after, len(tail), len(all)-after-1)
@@ -585,4 +586,113 @@ func TestResponsesSettingsReachTheModel(t *testing.T) {
 	if eo, _ := e["error"].(map[string]any); status != 400 || eo["param"] != "metadata.param.tenant" {
 		t.Errorf("an undeclared caller parameter: %d %v", status, e)
 	}
+}
+
+// recordFailing is a session store whose writes of response records fail,
+// as when the store is unreachable: creating them while create is set,
+// replacing them (a background response's end) while replace is set. The
+// rest of the store works.
+type recordFailing struct {
+	*sessions.MemoryService
+	create, replace atomic.Bool
+}
+
+func (r *recordFailing) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
+	if req.AppName == gateway.ResponsesApp && r.create.Load() {
+		return nil, fmt.Errorf("record %s: %w", req.SessionID, sessions.ErrUnavailable)
+	}
+	return r.MemoryService.Create(ctx, req)
+}
+
+func (r *recordFailing) AppendEvent(ctx context.Context, sess *sessions.Session, ev *sessions.Event) error {
+	if sess.AppName == gateway.ResponsesApp && r.replace.Load() {
+		return fmt.Errorf("record %s: %w", sess.ID, sessions.ErrUnavailable)
+	}
+	return r.MemoryService.AppendEvent(ctx, sess, ev)
+}
+
+// A response that store true promised to keep and that could not be
+// stored fails: not streamed, a 503; streamed, response.failed after its
+// text; background, the create call before anything runs. Its turn's
+// events stay in its conversation, which goes on. A background response
+// whose end could not be stored is answered failed once its run is over.
+func TestResponsesNotStored(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var store *recordFailing
+	f := newFixture(t, nil, func(c *gateway.Config) {
+		store = &recordFailing{MemoryService: c.Sessions.(*sessions.MemoryService)}
+		c.Sessions = store
+	})
+	store.create.Store(true)
+	wantUnavailable := func(what string, status int, e map[string]any) {
+		t.Helper()
+		err, _ := e["error"].(map[string]any)
+		if status != http.StatusServiceUnavailable || err["code"] != "session_store_unavailable" || !strings.Contains(err["message"].(string), "could not be stored") {
+			t.Errorf("%s: %d %v", what, status, e)
+		}
+	}
+	status, e := f.respond(`{"model":"desk","input":"hello","conversation":"ns-1"}`)
+	wantUnavailable("not streamed", status, e)
+
+	frames := f.respondStream(`{"model":"desk","input":"hello","conversation":"ns-2","stream":true}`)
+	var text string
+	for _, fr := range frames {
+		var ev struct{ Type, Delta string }
+		_ = json.Unmarshal(fr.Data, &ev)
+		if ev.Type == "response.output_text.delta" {
+			text += ev.Delta
+		}
+	}
+	last := frames[len(frames)-1]
+	if text != "Hello from the greeter!" || last.Event != "response.failed" ||
+		!bytes.Contains(last.Data, []byte(`"status":"failed"`)) || !bytes.Contains(last.Data, []byte(`"code":"session_store_unavailable"`)) {
+		t.Errorf("streamed: text %q, then %s %s", text, last.Event, last.Data)
+	}
+
+	if status, r := f.respond(`{"model":"desk","input":"hello","store":false}`); status != 200 || r["status"] != "completed" {
+		t.Errorf("store false keeps nothing and needs no record: %d %v", status, r)
+	}
+
+	status, e = f.respond(`{"model":"fake","input":"x","background":true,"conversation":"bg-1"}`)
+	wantUnavailable("background", status, e)
+	if n := len(f.fakes["solo"].requests()); n != 0 || f.gw.RunRegistry().Live() != 0 {
+		t.Errorf("a background response that could not be stored ran: %d model calls, %d live runs", n, f.gw.RunRegistry().Live())
+	}
+
+	// The store is back: the conversations go on (their locks were let
+	// go of), the failed turns' events still in them.
+	store.create.Store(false)
+	if status, r := f.respond(`{"model":"desk","input":"who are you?","conversation":"ns-1"}`); status != 200 || r["status"] != "completed" {
+		t.Errorf("ns-1 afterwards: %d %v", status, r)
+	}
+	sess, err := store.Get(context.Background(), sessions.GetRequest{AppName: "desk", UserID: "anonymous", SessionID: "ns-1"})
+	if err != nil || len(sess.Events) < 4 || sess.Events[0].Text() != "hello" {
+		t.Errorf("ns-1 keeps the failed turn: %v %v", sess, err)
+	}
+	status, r := f.respond(`{"model":"fake","input":"x","background":true,"conversation":"bg-1"}`)
+	if status != 200 {
+		t.Fatalf("bg-1 afterwards: %d %v", status, r)
+	}
+	waitFor(t, "the background run", func() bool { return f.gw.RunRegistry().Live() == 0 })
+
+	// A background response's end that could not be stored.
+	store.replace.Store(true)
+	_, r = f.respond(`{"model":"fake","input":"x","background":true}`)
+	id := r["id"].(string)
+	waitFor(t, "the background run", func() bool { return f.gw.RunRegistry().Live() == 0 })
+	store.replace.Store(false)
+	for _, route := range []string{"GET", "POST /cancel"} {
+		method, path, _ := strings.Cut(route, " ")
+		if status, got := f.call(method, "/v1/responses/"+id+path); status != 200 || got["status"] != "failed" || got["error"].(map[string]any)["code"] != "server_error" {
+			t.Errorf("%s of a background response whose end was not stored: %d %v", route, status, got)
+		}
+	}
+	_, replay := f.getRaw("/v1/responses/" + id + "?stream=true")
+	if err := responsescheck.Stream(replay); err != nil {
+		t.Errorf("replay: %v\n%s", err, replay)
+	}
+	if frames := responsescheck.Frames(replay); frames[len(frames)-1].Event != "response.failed" {
+		t.Errorf("the replay ended with %s", frames[len(frames)-1].Data)
+	}
+	f.srv.Close()
 }

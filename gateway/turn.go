@@ -281,12 +281,18 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 	rec, runCtx, err := s.runs.Start(ctx, runs.Spec{ID: t.runID, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
 		Retention: max(t.retention, runIndexRetention), Value: t.value})
 	if err != nil {
-		t.release()
-		t.slot.End(0)
+		t.abandon()
 		return nil, err
 	}
 	t.rec, t.named, t.errSeq = rec, t.runID != "", -1
 	return runCtx, nil
+}
+
+// abandon lets go of what a turn that began holds (its session's lock and
+// its limits slot) when it is not to run after all.
+func (t *turn) abandon() {
+	t.release()
+	t.slot.End(0)
 }
 
 // driveRun runs a started turn into sink on the calling goroutine: events,
@@ -384,10 +390,16 @@ func runErrorCode(err error) string {
 	switch {
 	case errors.Is(err, runs.ErrShutdown):
 		return "SHUTDOWN"
-	case errors.Is(err, errRunCancelled) || errors.Is(err, context.Canceled):
+	case cancelled(err):
 		return "CANCELLED"
 	}
 	return strings.ToUpper(classify(err).code)
+}
+
+// cancelled reports whether a run ended because it was cancelled: by id
+// (here or on another replica), or by its client going away.
+func cancelled(err error) bool {
+	return errors.Is(err, errRunCancelled) || errors.Is(err, context.Canceled)
 }
 
 // keepalive and stop make the turn what pump drives.

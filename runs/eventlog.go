@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"time"
@@ -30,6 +31,19 @@ func (f Frame) JSON() ([]byte, error) {
 		return f.Data, nil
 	}
 	return json.Marshal(f.Event)
+}
+
+// Decode returns the frame's event: Event, or Data unmarshalled (a log
+// that keeps JSON, as a shared one does, gives frames with Data only).
+func (f Frame) Decode() (*sessions.Event, error) {
+	if f.Event != nil {
+		return f.Event, nil
+	}
+	ev := new(sessions.Event)
+	if err := json.Unmarshal(f.Data, ev); err != nil {
+		return nil, fmt.Errorf("runs: frame %d: %w", f.Seq, err)
+	}
+	return ev, nil
 }
 
 // size is what the frame holds, roughly, in bytes: its JSON, or an

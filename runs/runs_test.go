@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
@@ -752,5 +753,28 @@ func TestRegistryIndex(t *testing.T) {
 	list, err := b.List(ctx, "app", "u", "s")
 	if err != nil || len(list) != 1 || list[0].Status != runs.StatusCancelled {
 		t.Errorf("List on the other registry: %+v %v", list, err)
+	}
+}
+
+// A frame gives its event back whichever form its log kept: the event
+// itself, or its JSON (as the Redis log does).
+func TestFrameDecode(t *testing.T) {
+	ev := &sessions.Event{ID: "e1", InvocationID: "inv", Author: "desk", Partial: true,
+		Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: "hi"}}}}
+	raw, err := runs.Frame{Event: ev}.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []runs.Frame{{Event: ev}, {Seq: 3, Data: raw}} {
+		got, err := f.Decode()
+		if err != nil {
+			t.Fatalf("frame %d: %v", f.Seq, err)
+		}
+		if diff := cmp.Diff(ev, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("frame %d decoded (-want +got):\n%s", f.Seq, diff)
+		}
+	}
+	if _, err := (runs.Frame{Seq: 4, Data: []byte("{")}).Decode(); err == nil || !strings.Contains(err.Error(), "frame 4") {
+		t.Errorf("a frame that is not an event: %v", err)
 	}
 }

@@ -4,6 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { transcript } from '../../testing/node/upstream.mjs';
 import {
   gw,
   MODEL,
@@ -252,6 +253,7 @@ describe('openai package', () => {
       const final = await openai.chat.completions.stream({ ...base, messages }).finalChatCompletion();
       const call = assertWeatherCall(final.choices[0].message, final.choices[0].finish_reason);
 
+      const rec = gw.upstream.record();
       const { data: answer, response } = await openai.chat.completions
         .create({
           ...base,
@@ -266,6 +268,12 @@ describe('openai package', () => {
       assert.ok(answer.choices[0].message.content.startsWith(WEATHER_PREFIX), answer.choices[0].message.content);
       assert.ok(answer.choices[0].message.content.includes('sunny, 21 C'));
       assert.equal(response.headers.get('x-session-id'), null, 'a stateless resume stores no session');
+      // The paused invocation resumed: the model gets its own call and the
+      // client's result, once.
+      assert.deepEqual(
+        rec.calls.map((c) => [c.model, transcript(c.body)]),
+        [['coordinator', [['user', question], ['assistant', `get_weather(${JSON.stringify({ location: question })})`], ['tool', '{"result":"sunny, 21 C"}']]]],
+      );
     });
 
     test('non-streaming call, streamed resume, assistant content ""', async () => {
@@ -447,6 +455,7 @@ describe('openai package', () => {
 
   test('abort mid-stream with an AbortController: the client stops cleanly and the run ends', async () => {
     const openai = client();
+    const rec = gw.upstream.record();
     const ac = new AbortController();
     const { data: stream, response } = await openai.chat.completions
       .create({ model: MODEL, messages: [{ role: 'user', content: LONG_TASK }], stream: true }, { signal: ac.signal })
@@ -469,6 +478,10 @@ describe('openai package', () => {
     // reply would have finished streaming (several seconds).
     const entry = await gw.waitForLog((e) => e.msg === 'request' && e.request_id === requestId, 3_000);
     assert.ok(entry.duration_ms < 2_000, `request ran ${entry.duration_ms} ms after the abort`);
+    // And the task executor's model call, under way, was aborted.
+    const task = rec.calls.find((c) => c.model === 'task_executor');
+    await task.ended;
+    assert.equal(task.aborted, true);
 
     // And it still serves the next request.
     const next = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] });
@@ -524,6 +537,7 @@ describe('openai package', () => {
       assert.equal(turn1.text, GREETER_REPLY);
 
       const second = 'summarize the first turn';
+      const rec = gw.upstream.record();
       const { data: t2, response: r2 } = await openai.chat.completions
         .create({ model: MODEL, messages: [{ role: 'user', content: second }] }, { headers })
         .withResponse();
@@ -531,8 +545,16 @@ describe('openai package', () => {
       assert.equal(t2.choices[0].message.content, summaryReply(second));
       assert.notEqual(t2.agentgate.invocation_id, turn1.chunks[0].agentgate.invocation_id, 'a new turn is a new invocation');
 
-      // The stored history reaches the model: the same message without a
-      // session has a shorter prompt.
+      // The stored history reaches the model (the first turn, then the new
+      // message), and so the same message without a session has a shorter
+      // prompt.
+      assert.deepEqual(transcript(rec.calls[0].body), [
+        ['user', 'hello'],
+        ['assistant', 'transfer_to_agent({"agent_name":"greeter"})'],
+        ['tool', '{"result":null}'],
+        ['user', `For context:\n[greeter] said: ${GREETER_REPLY}`],
+        ['user', second],
+      ]);
       const alone = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: second }] });
       assert.ok(
         t2.usage.prompt_tokens > alone.usage.prompt_tokens,

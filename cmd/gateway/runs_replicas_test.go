@@ -69,6 +69,43 @@ models:
   - {id: desk, agent: desk}
 `
 
+// replicas is what the tests of gateway binaries on one private Redis and
+// a held upstream share.
+type replicas struct {
+	up       *heldUpstream
+	bin, cfg string
+	// env puts a gateway on the private Redis; stopRedis stops it.
+	env       []string
+	stopRedis func()
+}
+
+// heldReplicas starts a private Redis and a held upstream (closed after
+// the gateways the test starts are gone), builds the binary and writes
+// runsReplicaConfig on that upstream, extra appended. It skips the test
+// with -short.
+func heldReplicas(t *testing.T, extra string) replicas {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	redisURL, stop := startRedis(t)
+	up := newHeldUpstream()
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	r := replicas{up: up, bin: buildGateway(t), cfg: filepath.Join(t.TempDir(), "config.yaml"),
+		env: []string{"REDIS_URL=" + redisURL, "AGENTGATE_CONFIG="}, stopRedis: stop}
+	if err := os.WriteFile(r.cfg, []byte(fmt.Sprintf(runsReplicaConfig, upSrv.URL)+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// start starts a gateway on the replicas' config and Redis.
+func (r replicas) start(t *testing.T) string {
+	t.Helper()
+	return startGateway(t, r.bin, r.cfg, r.env...)
+}
+
 // sseFrames reads "id data" pairs off an SSE body (the id of an id-only
 // block carried to the data block after it), n at most (0: all).
 func sseFrames(t *testing.T, br *bufio.Reader, n int) []string {
@@ -165,21 +202,8 @@ func waitStatus(t *testing.T, base, inv, status string) {
 // A is cancelled on B (A's upstream call is aborted, the run ends
 // cancelled with a CANCELLED frame).
 func TestReplicasShareRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	redisURL, _ := startRedis(t)
-	up := newHeldUpstream()
-	upSrv := httptest.NewServer(up)
-	defer upSrv.Close()
-	bin := buildGateway(t)
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(runsReplicaConfig, upSrv.URL)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"REDIS_URL=" + redisURL, "AGENTGATE_CONFIG="}
-	a := startGateway(t, bin, cfg, env...)
-	b := startGateway(t, bin, cfg, env...)
+	r := heldReplicas(t, "")
+	up, a, b := r.up, r.start(t), r.start(t)
 	mustRead(t, http.MethodPost, a+"/apps/desk/users/u1/sessions", `{"sessionId":"s1"}`, 200)
 	runs := "/apps/desk/users/u1/sessions/s1/runs/"
 

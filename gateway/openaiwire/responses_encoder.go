@@ -320,6 +320,28 @@ func (e *ResponsesEncoder) end(status, reason string, rerr *ResponseError, usage
 	return out
 }
 
+// Revoke takes back the ending Finish just returned, before it was sent,
+// for a response that ran to its end but cannot be kept as its request
+// asked (store true, and storing it failed): the response fails with err
+// instead. It returns the events to send in place of Finish's: the same,
+// but response.failed last, with the same sequence number. It returns
+// nothing unless the last call was Finish.
+func (e *ResponsesEncoder) Revoke(err *Error) []ResponseEvent {
+	out := e.events
+	if !e.finished || len(out) == 0 {
+		return nil
+	}
+	last := &out[len(out)-1]
+	if last.Type != EventCompleted && last.Type != EventIncomplete {
+		return nil
+	}
+	r := e.resp
+	r.Status, r.Error = StatusFailed, &ResponseError{Code: orDefault(err.Code, err.Type), Message: err.Message}
+	r.CompletedAt, r.IncompleteDetails = nil, nil
+	last.Type = EventFailed
+	return out
+}
+
 // Response returns the response object so far; after the ending, the
 // whole response. The encoder keeps updating it until the ending.
 func (e *ResponsesEncoder) Response() *Response { return e.resp }

@@ -248,6 +248,27 @@ func TestResponsesEncoder(t *testing.T) {
 			`{"type":"message","id":"msg_2","status":"completed","role":"assistant","content":[{"type":"output_text","text":"B1","annotations":[],"logprobs":[]}],"agentgate":{"author":"b"}},` +
 			`{"type":"message","id":"msg_3","status":"completed","role":"assistant","content":[{"type":"output_text","text":"A2","annotations":[],"logprobs":[]}],"agentgate":{"author":"a"}}]`,
 		wantStatus: StatusCancelled,
+	}, {
+		// The turn ran to its end but its response could not be stored:
+		// what Finish returned goes out with response.failed last.
+		name: "finished, then revoked",
+		events: []*sessions.Event{
+			partial("root", textPart("Hel")),
+			final("root", genai.FinishReasonStop, textPart("Hello")),
+		},
+		end: func(e *ResponsesEncoder) []ResponseEvent {
+			e.Finish(usage)
+			return e.Revoke(&Error{Type: "server_error", Code: "session_store_unavailable", Message: "not stored"})
+		},
+		want: []string{
+			"created in_progress", "in_progress in_progress",
+			"output_item.added 0 message in_progress by root", "content_part.added 0/0",
+			`output_text.delta 0 "Hel"`, `output_text.delta 0 "lo"`, `output_text.done 0 "Hello"`,
+			"content_part.done 0/0", "output_item.done 0 message completed by root",
+			"failed failed",
+		},
+		wantOutput: `[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello","annotations":[],"logprobs":[]}],"agentgate":{"author":"root"}}]`,
+		wantStatus: StatusFailed,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,6 +309,9 @@ func TestResponsesEncoder(t *testing.T) {
 			}
 			if evs := enc.Finish(usage); len(evs) != 0 {
 				t.Errorf("a second ending: %+v", evs)
+			}
+			if evs := enc.Revoke(&Error{Message: "late"}); len(evs) != 0 || resp.Status != tt.wantStatus {
+				t.Errorf("a revoke after another call: %+v, status %s", evs, resp.Status)
 			}
 		})
 	}

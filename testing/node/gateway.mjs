@@ -37,15 +37,20 @@ export class Gateway {
 
   /** go build -o <tmpdir>/agentgate ./cmd/gateway, from the repository root. */
   async build() {
-    this.dir = await mkdtemp(path.join(tmpdir(), this.tmpPrefix));
-    this.bin = path.join(this.dir, 'agentgate');
     const started = Date.now();
-    await execFileP('go', ['build', '-o', this.bin, './cmd/gateway'], {
-      cwd: repoDir,
-      maxBuffer: 16 << 20,
-      env: process.env,
-    });
+    this.bin = await this.buildCommand('./cmd/gateway', 'agentgate');
     this.buildMs = Date.now() - started;
+  }
+
+  /**
+   * go build -o <tmpdir>/<name> <pkg> (a package path from the repository
+   * root), in the temporary directory stop() removes; returns the binary's path.
+   */
+  async buildCommand(pkg, name) {
+    this.dir ??= await mkdtemp(path.join(tmpdir(), this.tmpPrefix));
+    const bin = path.join(this.dir, name);
+    await execFileP('go', ['build', '-o', bin, pkg], { cwd: repoDir, maxBuffer: 16 << 20, env: process.env });
+    return bin;
   }
 
   /** Writes text to config.yaml in the temporary directory and returns its path. */

@@ -1,21 +1,10 @@
-// What every suite shares: the one gateway process of this test run, and the
-// demo tree's scripted replies (from the repository's config.yaml).
+// What every suite shares: the one gateway process of this test run (with
+// its recording upstream and its checks), and the demo desk's replies.
 import { Gateway } from './gateway.mjs';
 
+export { MODEL, INSTRUCTIONS, COORDINATOR_REPLY, GREETER_REPLY, summary, summaryReply, WEATHER_PREFIX, taskReply } from './desk.mjs';
+
 export const gw = new Gateway();
-
-export const MODEL = 'support-desk';
-
-/** The coordinator's fallback reply. */
-export const COORDINATOR_REPLY =
-  "I am the coordinator of agentgate's demo desk. Say hello, ask me to summarize some text, or give me a task.";
-/** What the greeter says after "hello" transfers to it. */
-export const GREETER_REPLY =
-  'Hello! Welcome to the agentgate demo. I am the greeter; the coordinator handed you to me.';
-/** The coordinator's reply after calling the summarizer agent as a tool. */
-export const summaryReply = (request) => `Here is the summary from the summarizer agent:\nIn short: ${request}`;
-/** The coordinator's reply once the client's get_weather result is back. */
-export const WEATHER_PREFIX = 'Your client reported: ';
 
 /** The client tool the demo coordinator calls when the request declares it and mentions the weather. */
 export const weatherTool = {
@@ -38,5 +27,5 @@ let n = 0;
 /** A session id unique to this run. */
 export const sessionId = (label) => `clients-${label}-${process.pid}-${Date.now().toString(36)}-${++n}`;
 
-/** A task long enough that the task executor streams for several seconds (chunk_delay 15ms, chunk_size 6). */
+/** A task long enough that the task executor streams for several seconds (6 characters every 15 ms). */
 export const LONG_TASK = `please do this: ${'lorem ipsum dolor sit amet '.repeat(60).trim()}`;

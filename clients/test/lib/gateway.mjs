@@ -1,28 +1,38 @@
-// The gateway these suites run: the repository's shared launcher
-// (testing/node/gateway.mjs) on the demo config, which must stop cleanly.
-import path from 'node:path';
-
-import { Gateway as Launcher, repoDir } from '../../../testing/node/gateway.mjs';
+// The gateway these suites run, on the demo desk (desk.mjs) and its
+// recording upstream: the repository's shared launcher
+// (testing/node/gateway.mjs), which must stop cleanly, the upstream
+// (testing/node/upstream.mjs) and the Open Responses checks of what the
+// clients get (testing/node/responsescheck.mjs).
+import { Gateway as Launcher } from '../../../testing/node/gateway.mjs';
+import { ResponsesChecks } from '../../../testing/node/responsescheck.mjs';
+import { Upstream } from '../../../testing/node/upstream.mjs';
+import { deskAnswer, deskConfig } from './desk.mjs';
 
 export class Gateway extends Launcher {
-  /**
-   * @param {object} [opts]
-   * @param {string} [opts.config] config file; default AGENTGATE_TEST_CONFIG or the repo's config.yaml
-   */
-  constructor(opts = {}) {
+  constructor() {
     super({ tmpPrefix: 'agentgate-clients-' });
-    this.config = path.resolve(repoDir, opts.config ?? process.env.AGENTGATE_TEST_CONFIG ?? 'config.yaml');
   }
 
-  /** Starts the gateway on the config; baseURL is its OpenAI surface. */
+  /** Builds the gateway and the checker of Responses API answers. */
+  async build() {
+    await super.build();
+    /** Checks every Responses API answer fetched with checks.fetch. */
+    this.checks = new ResponsesChecks(await this.buildCommand('./testing/responsescheck', 'responsescheck'));
+  }
+
+  /** Starts the upstream, then the gateway on the desk; baseURL is its OpenAI surface. */
   async start() {
-    await super.start(this.config);
+    /** The desk's recording upstream: what every model call was sent. */
+    this.upstream = new Upstream(deskAnswer);
+    await this.upstream.start();
+    await super.start(await this.writeConfig(deskConfig(this.upstream.baseURL)));
     this.baseURL = `${this.origin}/v1`;
   }
 
-  /** Stops the gateway (see Launcher.stop); throws if it had died before. */
+  /** Stops the gateway (see Launcher.stop), then the upstream; throws if the gateway had died before. */
   async stop() {
     const status = await super.stop();
+    await this.upstream?.stop();
     if (status?.early) {
       throw new Error(`the gateway died during the tests (code ${status.code}, signal ${status.signal}):\n${this.stderr.join('\n')}`);
     }

@@ -521,8 +521,11 @@ func Frames(body []byte) []Frame {
 type StreamOptions struct {
 	// After is the sequence number a replay starts after
 	// (starting_after); the first event is then After+1 and need not be
-	// response.created. Negative (or the zero options) means a whole
-	// stream, which starts at 0 with response.created.
+	// response.created, and it may be inside an item added before it:
+	// what came before the cursor is not known, so the deltas seen of an
+	// item must end what its done event says, and the items the replay
+	// does not name are taken as done. Negative (or the zero options)
+	// means a whole stream, which starts at 0 with response.created.
 	After int64
 	// Partial allows the stream to stop before its terminal event.
 	Partial bool
@@ -541,7 +544,8 @@ func Events(frames []Frame, opt StreamOptions) error {
 		opt.After = -1
 	}
 	s.next = opt.After + 1
-	s.started = opt.After >= 0 // a replay after a cursor started before it
+	s.replay = opt.After >= 0
+	s.started = s.replay // a replay after a cursor started before it
 	for i, f := range frames {
 		s.frame(fmt.Sprintf("event %d", i), f, i == 0 && opt.After < 0)
 	}
@@ -560,11 +564,15 @@ type stream struct {
 	responseID string
 	ended      bool
 	started    bool // response.created was seen
+	replay     bool // the stream starts after a cursor
 	order      []*itemState
 	items      map[int]*itemState
 }
 
 type itemState struct {
+	// prior: added before a replay's cursor (then typ and id are what
+	// its events say, and what it had before the cursor is unknown).
+	prior     bool
 	typ, id   string
 	done      bool
 	item      any // the item of output_item.done
@@ -575,6 +583,7 @@ type itemState struct {
 }
 
 type partState struct {
+	prior    bool // added before a replay's cursor
 	typ      string
 	text     strings.Builder
 	textDone bool
@@ -683,21 +692,44 @@ func (s *stream) finish(at string, e obj) {
 	}
 	r, _ := e["response"].(obj)
 	output, _ := r["output"].([]any)
+	if s.replay {
+		s.priorItems(len(output))
+	}
 	if len(output) != len(s.order) {
 		s.errorf(at, "response.output has %d items, the stream added %d", len(output), len(s.order))
 		return
 	}
 	for i, it := range s.order {
-		if it.done && !reflect.DeepEqual(output[i], it.item) {
+		if it.item != nil && !reflect.DeepEqual(output[i], it.item) {
 			s.errorf(at, "response.output[%d] differs from its output_item.done item", i)
 		}
 	}
 }
 
-// index reads output_index and finds its item, which must be open.
-func (s *stream) open(at string, e obj) *itemState {
+// priorItems adds, to a replay, the items before index n it never named:
+// they were added and done before its cursor.
+func (s *stream) priorItems(n int) {
+	for len(s.order) < n {
+		it := &itemState{prior: true, done: true}
+		s.items[len(s.order)] = it
+		s.order = append(s.order, it)
+	}
+}
+
+// open reads output_index and finds its item, which must be open; in a
+// replay, an item never added is one added before the cursor, of type typ
+// (its events say which).
+func (s *stream) open(at string, e obj, typ string) *itemState {
 	idx := int(s.integer(at, e, "output_index", false))
 	it, ok := s.items[idx]
+	if !ok && s.replay && idx >= len(s.order) {
+		s.priorItems(idx)
+		id, _ := e["item_id"].(string)
+		it = &itemState{prior: true, typ: typ, id: id}
+		s.items[idx] = it
+		s.order = append(s.order, it)
+		ok = true
+	}
 	if !ok {
 		s.errorf(at, "output_index %d was never added", idx)
 		return nil
@@ -717,6 +749,9 @@ func (s *stream) itemAdded(at string, e obj) {
 		s.errorf(at, "output item before response.created")
 	}
 	idx := int(s.integer(at, e, "output_index", false))
+	if s.replay {
+		s.priorItems(idx)
+	}
 	if idx != len(s.order) {
 		s.errorf(at, "output_index %d, want %d (items are added in order)", idx, len(s.order))
 	}
@@ -740,22 +775,29 @@ func (s *stream) itemAdded(at string, e obj) {
 }
 
 func (s *stream) itemDone(at string, e obj) {
-	it := s.open(at, e)
+	item, _ := e["item"].(obj)
+	itemType, _ := item["type"].(string)
+	it := s.open(at, e, itemType)
 	if it == nil {
 		return
 	}
 	typ, id := s.item(at+".item", e["item"])
+	if it.prior && it.id == "" {
+		it.id = id
+	}
 	if typ != it.typ || id != it.id {
 		s.errorf(at, "done item %s %q, added as %s %q", typ, id, it.typ, it.id)
 	}
 	it.done, it.item = true, e["item"]
-	item, _ := e["item"].(obj)
 	if st, _ := item["status"].(string); st == "in_progress" {
 		s.errorf(at, "a done item has status in_progress")
 	}
 	switch it.typ {
 	case "message":
 		parts, _ := item["content"].([]any)
+		if it.prior {
+			it.priorParts(len(parts), true)
+		}
 		if len(parts) != len(it.parts) {
 			s.errorf(at, "the done message has %d parts, the stream added %d", len(parts), len(it.parts))
 			return
@@ -764,22 +806,30 @@ func (s *stream) itemDone(at string, e obj) {
 			if !p.done {
 				s.errorf(at, "content part %d was never done", j)
 			}
-			if po, _ := parts[j].(obj); p.typ == "output_text" && po["text"] != p.final {
+			if po, _ := parts[j].(obj); p.typ == "output_text" && (!p.prior || p.textDone) && po["text"] != p.final {
 				s.errorf(at, "content[%d].text %q differs from output_text.done's %q", j, po["text"], p.final)
 			}
 		}
 	case "function_call":
-		if !it.argsDone {
+		if !it.argsDone && !it.prior {
 			s.errorf(at, "function call done without function_call_arguments.done")
 		}
-		if item["arguments"] != it.argsFinal {
+		if (!it.prior || it.argsDone) && item["arguments"] != it.argsFinal {
 			s.errorf(at, "arguments %q differ from function_call_arguments.done's %q", item["arguments"], it.argsFinal)
 		}
 	}
 }
 
+// priorParts adds, to an item a replay did not see added, the parts
+// before index n it never named (done before the cursor, when done).
+func (it *itemState) priorParts(n int, done bool) {
+	for len(it.parts) < n {
+		it.parts = append(it.parts, &partState{prior: true, typ: "output_text", done: done})
+	}
+}
+
 func (s *stream) content(at, typ string, e obj) {
-	it := s.open(at, e)
+	it := s.open(at, e, "message")
 	if it == nil {
 		return
 	}
@@ -788,6 +838,12 @@ func (s *stream) content(at, typ string, e obj) {
 		return
 	}
 	ci := int(s.integer(at, e, "content_index", false))
+	if it.prior {
+		it.priorParts(ci, true)
+		if typ != "response.content_part.added" {
+			it.priorParts(ci+1, false)
+		}
+	}
 	if typ == "response.content_part.added" {
 		if ci != len(it.parts) {
 			s.errorf(at, "content_index %d, want %d (parts are added in order)", ci, len(it.parts))
@@ -821,15 +877,15 @@ func (s *stream) content(at, typ string, e obj) {
 		}
 		p.textDone = true
 		p.final, _ = e["text"].(string)
-		if p.final != p.text.String() {
+		if p.final != p.text.String() && !(p.prior && strings.HasSuffix(p.final, p.text.String())) {
 			s.errorf(at, "text %q is not the deltas %q", p.final, p.text.String())
 		}
 	case "response.content_part.done":
 		s.part(at+".part", e["part"])
-		if p.typ == "output_text" && !p.textDone {
+		if p.typ == "output_text" && !p.textDone && !p.prior {
 			s.errorf(at, "content part done before output_text.done")
 		}
-		if po, _ := e["part"].(obj); p.typ == "output_text" && po["text"] != p.final {
+		if po, _ := e["part"].(obj); p.typ == "output_text" && (!p.prior || p.textDone) && po["text"] != p.final {
 			s.errorf(at, "part text %q differs from output_text.done's %q", po["text"], p.final)
 		}
 		p.done = true
@@ -837,7 +893,7 @@ func (s *stream) content(at, typ string, e obj) {
 }
 
 func (s *stream) arguments(at, typ string, e obj) {
-	it := s.open(at, e)
+	it := s.open(at, e, "function_call")
 	if it == nil {
 		return
 	}
@@ -855,7 +911,7 @@ func (s *stream) arguments(at, typ string, e obj) {
 	}
 	it.argsDone = true
 	it.argsFinal, _ = e["arguments"].(string)
-	if it.argsFinal != it.args.String() {
+	if it.argsFinal != it.args.String() && !(it.prior && strings.HasSuffix(it.argsFinal, it.args.String())) {
 		s.errorf(at, "arguments %q are not the deltas %q", it.argsFinal, it.args.String())
 	}
 }

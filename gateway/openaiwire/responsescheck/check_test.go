@@ -70,9 +70,12 @@ func TestValidStreamPasses(t *testing.T) {
 	if err := Stream([]byte(body)); err != nil {
 		t.Fatalf("a valid stream with comments and CRLF fails:\n%v", err)
 	}
-	// A replay after sequence number 8 starts with the second item.
-	if err := Events(Frames(sse(validEvents()[9:])), StreamOptions{After: 8}); err == nil {
-		t.Error("a replay whose items were added before it cannot be followed; want an error about output_index")
+	// A replay after any cursor: inside the first item's text, between
+	// the two items, inside the function call, before the end.
+	for after := range len(validEvents()) - 1 {
+		if err := Events(Frames(sse(validEvents()[after+1:])), StreamOptions{After: int64(after)}); err != nil {
+			t.Errorf("a replay after %d fails:\n%v", after, err)
+		}
 	}
 	if err := Events(Frames(sse(validEvents()[:5])), StreamOptions{After: -1, Partial: true}); err != nil {
 		t.Errorf("a partial stream fails: %v", err)
@@ -139,6 +142,42 @@ func TestBrokenStreamsFail(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error does not say %q:\n%v", tt.want, err)
+			}
+		})
+	}
+}
+
+// A replay after a cursor is checked as far as what it holds tells:
+// each broken one fails, naming the problem.
+func TestBrokenReplaysFail(t *testing.T) {
+	tests := []struct {
+		name  string
+		after int
+		old   string // replaced by new in the replay's events
+		new   string
+		want  string
+	}{
+		{"a done text that the deltas after the cursor do not end", 4, `"text":"Hello"}`, `"text":"Hellx"}`, "is not the deltas"},
+		{"a sequence number skipped after the cursor", 4, `"sequence_number":5`, `"sequence_number":6`, "sequence_number 6, want 5"},
+		{"arguments that the deltas after the cursor do not end", 9, `"arguments":"{}"}`, `"arguments":"{\"a\":1}"}`, "are not the deltas"},
+		{"an item added again at an index before the cursor", 8, `"output_index":1,"item"`, `"output_index":0,"item"`, "was never done"},
+		{"an unknown event type", 2, `"response.output_text.delta"`, `"response.agent.note"`, "outside the specification"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			replay := validEvents()[tt.after+1:]
+			changed := false
+			for i, e := range replay {
+				if !changed && strings.Contains(e, tt.old) {
+					replay[i], changed = strings.Replace(e, tt.old, tt.new, 1), true
+				}
+			}
+			if !changed {
+				t.Fatalf("no %q after %d", tt.old, tt.after)
+			}
+			err := Events(Frames(sse(replay)), StreamOptions{After: int64(tt.after)})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v; want one saying %q", err, tt.want)
 			}
 		})
 	}
