@@ -133,10 +133,23 @@ type Ticket interface {
 	// Leave takes the ticket out of the line. It is idempotent, and does
 	// nothing once Acquire succeeded.
 	Leave()
+	// DropAhead takes every ticket that joined the line before this one
+	// out of it, at once: their Acquire fails with ErrDropped, and this
+	// ticket is the next to take the lease (a turn that interrupts those
+	// ahead of it, which must not get the lease as the one holding it lets
+	// go).
+	DropAhead(ctx context.Context) error
 }
 
-// ErrQueueFull: a session's line (Queue) holds as many waiters as it may.
-var ErrQueueFull = errors.New("sessions: too many turns wait for the session")
+var (
+	// ErrQueueFull: a session's line (Queue) holds as many waiters as it
+	// may.
+	ErrQueueFull = errors.New("sessions: too many turns wait for the session")
+	// ErrDropped: a ticket is no longer in its line though it did not
+	// leave: a later ticket dropped it (DropAhead), or, in a line shared
+	// by replicas, its waiter stopped polling for too long.
+	ErrDropped = errors.New("sessions: the ticket was dropped from the line")
+)
 
 // MemoryLocker is the process-local Locker and Queue: enough for one
 // gateway replica. Replicas sharing sessions need a shared lock, such as
@@ -272,10 +285,11 @@ func (l *MemoryLocker) Join(ctx context.Context, app, user, sessionID string, ma
 
 // memTicket is a place in a MemoryLocker's line.
 type memTicket struct {
-	l   *MemoryLocker
-	k   memKey
-	seq int64
-	out bool // left the line: by Leave, or with the lease
+	l       *MemoryLocker
+	k       memKey
+	seq     int64
+	out     bool // out of the line: by Leave, with the lease, or dropped
+	dropped bool // by a later ticket's DropAhead
 }
 
 var _ Ticket = (*memTicket)(nil)
@@ -289,6 +303,9 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 		l.mu.Lock()
 		if t.out {
 			l.mu.Unlock()
+			if t.dropped {
+				return nil, fmt.Errorf("%w: session %s", ErrDropped, t.k.id)
+			}
 			return nil, fmt.Errorf("%w: the ticket left the line of session %s", ErrInvalid, t.k.id)
 		}
 		st := l.locks[t.k] // in line: the entry exists
@@ -307,6 +324,27 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 			return nil, fmt.Errorf("sessions: waiting in line for session %s: %w", t.k.id, ctx.Err())
 		}
 	}
+}
+
+// DropAhead implements Ticket.
+func (t *memTicket) DropAhead(context.Context) error {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.out {
+		return fmt.Errorf("%w: the ticket is out of the line of session %s", ErrInvalid, t.k.id)
+	}
+	st := l.locks[t.k]
+	i := slices.Index(st.line, t)
+	if i == 0 {
+		return nil
+	}
+	for _, ahead := range st.line[:i] {
+		ahead.out, ahead.dropped = true, true
+	}
+	st.line = slices.Delete(st.line, 0, i)
+	l.changedLocked(t.k, st) // the dropped waiters learn it; this ticket may go
+	return nil
 }
 
 // Leave implements Ticket.

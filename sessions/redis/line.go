@@ -86,7 +86,8 @@ func (t *ticket) Acquire(ctx context.Context) (sessions.Lease, error) {
 			t.out = true
 			return t.s.hold(t.k.lock, t.token), nil
 		case n < 0:
-			return nil, fmt.Errorf("%w: the ticket is no longer in the line of session %s", sessions.ErrConflict, t.id)
+			t.out = true
+			return nil, fmt.Errorf("%w: session %s", sessions.ErrDropped, t.id)
 		}
 		timer := time.NewTimer(poll)
 		select {
@@ -97,6 +98,21 @@ func (t *ticket) Acquire(ctx context.Context) (sessions.Lease, error) {
 		}
 		poll = min(2*poll, maxPoll)
 	}
+}
+
+// DropAhead implements sessions.Ticket.
+func (t *ticket) DropAhead(ctx context.Context) error {
+	if t.out {
+		return fmt.Errorf("%w: the ticket is out of the line of session %s", sessions.ErrInvalid, t.id)
+	}
+	n, err := dropAheadScript.Run(ctx, t.s.client, []string{t.k.line, t.k.waiting}, t.token).Int64()
+	switch {
+	case err != nil:
+		return t.s.fail(ctx, "line", err)
+	case n < 0:
+		return fmt.Errorf("%w: session %s", sessions.ErrDropped, t.id)
+	}
+	return nil
 }
 
 // Leave implements sessions.Ticket. A leave that cannot reach Redis

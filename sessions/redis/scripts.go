@@ -316,6 +316,20 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 return 1
 `)
 
+// dropAheadScript: KEYS line waiting; ARGV token. Takes the tokens ahead
+// of token out of the line (their next poll finds them out of it).
+// Returns how many, or -1 when token is not in the line.
+var dropAheadScript = goredis.NewScript(`
+local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not mine then return -1 end
+local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. mine)
+for _, tok in ipairs(ahead) do
+  redis.call('ZREM', KEYS[1], tok)
+  redis.call('ZREM', KEYS[2], tok)
+end
+return #ahead
+`)
+
 // leaveScript: KEYS lock line waiting; ARGV token. Takes token out of the
 // line; the marker goes with the line's last waiter.
 var leaveScript = goredis.NewScript(`

@@ -23,7 +23,7 @@ type QueueLocker interface {
 // the lease in the order they joined, whatever order they ask in; a line
 // keeps the lease busy for Acquire, also between two holders; a ticket
 // whose wait ended keeps its place; Leave lets the next one go; max bounds
-// the line. A locker that is also a LockingStore is checked to hand its
+// the line; DropAhead takes the tickets ahead out of it. A locker that is also a LockingStore is checked to hand its
 // lease to the line when a turn's write releases it
 // (AppendEventsRelease). newLocker is called once per subtest and must
 // return a locker that shares no leases with those of other subtests.
@@ -37,6 +37,7 @@ func RunQueue(t *testing.T, newLocker func(t *testing.T) QueueLocker) {
 		{"LineKeepsLeaseBusy", testLineBusy},
 		{"WaitEndedKeepsPlace", testLineKeepsPlace},
 		{"LeaveLetsNextGo", testLineLeave},
+		{"DropAhead", testLineDropAhead},
 		{"Full", testLineFull},
 		{"SessionsApart", testLineApart},
 		{"WriteHandsLeaseToLine", testLineAfterWrite},
@@ -174,6 +175,38 @@ func testLineLeave(t *testing.T, l QueueLocker) {
 	}
 	second.Leave() // after its Acquire: nothing
 	acquire(t, l, user, "s1")
+}
+
+// testLineDropAhead: a ticket that drops those ahead of it takes the
+// lease next; theirs fail with ErrDropped, the ones behind it keep their
+// places.
+func testLineDropAhead(t *testing.T, l QueueLocker) {
+	release := acquire(t, l, user, "s1")
+	first, second, third, fourth := join(t, l, "s1", 0), join(t, l, "s1", 0), join(t, l, "s1", 0), join(t, l, "s1", 0)
+	if err := third.DropAhead(t.Context()); err != nil {
+		t.Fatalf("DropAhead: %v", err)
+	}
+	for _, tk := range []sessions.Ticket{first, second} {
+		if lease, err := tk.Acquire(t.Context()); !errors.Is(err, sessions.ErrDropped) {
+			if lease != nil {
+				lease.Release()
+			}
+			t.Fatalf("Acquire of ticket %d, dropped: err = %v, want ErrDropped", tk.Seq(), err)
+		}
+		tk.Leave() // nothing
+	}
+	release()
+	noLease(t, fourth, "behind the ticket that dropped the others")
+	lease, err := third.Acquire(t.Context())
+	if err != nil {
+		t.Fatalf("Acquire of the ticket that dropped those ahead: %v", err)
+	}
+	lease.Release()
+	lease, err = fourth.Acquire(t.Context())
+	if err != nil {
+		t.Fatalf("Acquire of the ticket behind it: %v", err)
+	}
+	lease.Release()
 }
 
 // testLineFull: max bounds the tickets waiting in a session's line.
