@@ -166,9 +166,20 @@ type memLock struct {
 	held bool
 	gen  uint64 // counts the holders: a lease releases only its own hold
 	line []*memTicket
-	// changed is closed, and replaced, when the lease is released or the
-	// line's head leaves: the moments a waiter may get the lease.
+	// changed is closed when the lease is released or the line's head
+	// leaves: the moments a waiter may get the lease. It is made when a
+	// waiter first needs it, and a new one after each close (an
+	// uncontended lease makes none).
 	changed chan struct{}
+}
+
+// waitChan is the channel a waiter waits on for st to change; l.mu is
+// held.
+func (st *memLock) waitChan() chan struct{} {
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return st.changed
 }
 
 var (
@@ -205,11 +216,12 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 			l.mu.Unlock()
 			return lease, nil
 		}
-		changed := st.changed
-		l.mu.Unlock()
 		if timeout == nil {
+			l.mu.Unlock()
 			return nil, busyError(sessionID)
 		}
+		changed := st.waitChan()
+		l.mu.Unlock()
 		select {
 		case <-changed:
 		case <-timeout:
@@ -227,7 +239,7 @@ func (l *MemoryLocker) lockOf(k memKey) *memLock {
 		if l.locks == nil {
 			l.locks = map[memKey]*memLock{}
 		}
-		st = &memLock{changed: make(chan struct{})}
+		st = &memLock{}
 		l.locks[k] = st
 	}
 	return st
@@ -255,8 +267,10 @@ func (l *MemoryLocker) takeLocked(k memKey, st *memLock) Lease {
 // changedLocked wakes k's waiters, and drops k's entry when it is free
 // with nobody in line; l.mu is held.
 func (l *MemoryLocker) changedLocked(k memKey, st *memLock) {
-	close(st.changed)
-	st.changed = make(chan struct{})
+	if st.changed != nil {
+		close(st.changed)
+		st.changed = nil
+	}
 	if !st.held && len(st.line) == 0 {
 		delete(l.locks, k)
 	}
@@ -316,7 +330,7 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 			l.mu.Unlock()
 			return lease, nil
 		}
-		changed := st.changed
+		changed := st.waitChan()
 		l.mu.Unlock()
 		select {
 		case <-changed:
