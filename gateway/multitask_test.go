@@ -96,8 +96,21 @@ func multitaskFixture(t *testing.T, m *heldTurns, mt spec.Multitask, opts ...fix
 		Models:    []spec.VirtualModel{{ID: "fake", Agent: "solo", Multitask: mt}},
 	}
 	f := &nativeFixture{fixture: newFixtureWith(t, set, m.fn, opts...)}
+	t.Cleanup(func() { // the run registry's listener of a shared index stops with it
+		grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f.shutdown(grace)
+	})
 	f.createSession("fake", "s1")
 	return f
+}
+
+// onStores runs test with sessions (and the run log and index) in memory
+// and in Redis (skipped when none answers on 127.0.0.1:6379), the store
+// given as a fixture option.
+func onStores(t *testing.T, test func(t *testing.T, store fixtureOpt)) {
+	t.Run("memory", func(t *testing.T) { test(t, func(*gateway.Config) {}) })
+	t.Run("redis", func(t *testing.T) { test(t, redisSessions(t, true)) })
 }
 
 // busySession is a multitaskFixture whose session s1 has a run going: a
@@ -235,47 +248,49 @@ func (f *nativeFixture) sessionTexts() []string {
 // in that order, each after the previous one ended; each model call sees
 // the turns before it.
 func TestMultitaskEnqueueRunsInArrivalOrder(t *testing.T) {
-	f, m, first := busySession(t, spec.MultitaskEnqueue)
-	ctx := t.Context()
-	second := f.sendTurn(ctx, "x2", "")
-	f.waitRuns("running", "queued")
-	third := f.sendTurn(ctx, "x3", `"multitaskStrategy":"enqueue"`)
-	ids := f.waitRuns("running", "queued", "queued")
-	for range 3 {
-		m.release <- struct{}{}
-	}
-	for i, c := range []<-chan turnResult{first, second, third} {
-		r := result(t, c)
-		want := "x" + string(rune('1'+i))
-		if r.status != http.StatusOK || !strings.Contains(r.lastFrame(), `"text":"re:`+want+`"`) {
-			t.Errorf("turn %d: %d %s %v", i+1, r.status, r.body, r.frames)
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+		ctx := t.Context()
+		second := f.sendTurn(ctx, "x2", "")
+		f.waitRuns("running", "queued")
+		third := f.sendTurn(ctx, "x3", `"multitaskStrategy":"enqueue"`)
+		ids := f.waitRuns("running", "queued", "queued")
+		for range 3 {
+			m.release <- struct{}{}
 		}
-		// The frames are the run's, numbered from 0 under its listed id.
-		if len(r.frames) == 0 || !strings.HasPrefix(r.frames[0], ids[i]+":0 ") {
-			t.Errorf("turn %d's frames %v, want them under %s", i+1, r.frames, ids[i])
+		for i, c := range []<-chan turnResult{first, second, third} {
+			r := result(t, c)
+			want := "x" + string(rune('1'+i))
+			if r.status != http.StatusOK || !strings.Contains(r.lastFrame(), `"text":"re:`+want+`"`) {
+				t.Errorf("turn %d: %d %s %v", i+1, r.status, r.body, r.frames)
+			}
+			// The frames are the run's, numbered from 0 under its listed id.
+			if len(r.frames) == 0 || !strings.HasPrefix(r.frames[0], ids[i]+":0 ") {
+				t.Errorf("turn %d's frames %v, want them under %s", i+1, r.frames, ids[i])
+			}
 		}
-	}
-	if i := next(t, m.started, "second call"); i != "x2" {
-		t.Errorf("the second call answered %q, want x2", i)
-	}
-	if i := next(t, m.started, "third call"); i != "x3" {
-		t.Errorf("the third call answered %q, want x3", i)
-	}
-	f.waitRuns("completed", "completed", "completed")
-	reqs := f.fakes["solo"].requests()
-	want := [][]string{
-		{"user:x1"},
-		{"user:x1", "model:re:x1", "user:x2"},
-		{"user:x1", "model:re:x1", "user:x2", "model:re:x2", "user:x3"},
-	}
-	if len(reqs) != len(want) {
-		t.Fatalf("%d model calls, want %d", len(reqs), len(want))
-	}
-	for i, req := range reqs {
-		if got := transcript(req); !slices.Equal(got, want[i]) {
-			t.Errorf("model call %d was sent %q, want %q", i+1, got, want[i])
+		if i := next(t, m.started, "second call"); i != "x2" {
+			t.Errorf("the second call answered %q, want x2", i)
 		}
-	}
+		if i := next(t, m.started, "third call"); i != "x3" {
+			t.Errorf("the third call answered %q, want x3", i)
+		}
+		f.waitRuns("completed", "completed", "completed")
+		reqs := f.fakes["solo"].requests()
+		want := [][]string{
+			{"user:x1"},
+			{"user:x1", "model:re:x1", "user:x2"},
+			{"user:x1", "model:re:x1", "user:x2", "model:re:x2", "user:x3"},
+		}
+		if len(reqs) != len(want) {
+			t.Fatalf("%d model calls, want %d", len(reqs), len(want))
+		}
+		for i, req := range reqs {
+			if got := transcript(req); !slices.Equal(got, want[i]) {
+				t.Errorf("model call %d was sent %q, want %q", i+1, got, want[i])
+			}
+		}
+	})
 }
 
 // A turn sent with interrupt while one runs: the running one is cancelled
@@ -283,70 +298,74 @@ func TestMultitaskEnqueueRunsInArrivalOrder(t *testing.T) {
 // ends with CANCELLED, its frames readable; the new one then runs on the
 // session as the first left it.
 func TestMultitaskInterruptKeepsTheFirstTurn(t *testing.T) {
-	f, m, first := busySession(t, spec.MultitaskReject)
-	ctx := t.Context()
-	ids := f.waitRuns("running")
-	second := f.sendTurn(ctx, "x2", `"multitaskStrategy":"interrupt"`)
-	if got := next(t, m.aborted, "the first call's abort"); got != "x1" {
-		t.Errorf("aborted the call of %q", got)
-	}
-	r1 := result(t, first)
-	if r1.status != http.StatusOK || !strings.Contains(r1.lastFrame(), `"error"`) {
-		t.Errorf("the first turn's client: %d %v", r1.status, r1.frames)
-	}
-	if got := next(t, m.started, "second call"); got != "x2" {
-		t.Errorf("the second call answered %q", got)
-	}
-	m.release <- struct{}{}
-	r2 := result(t, second)
-	if r2.status != http.StatusOK || !strings.Contains(r2.lastFrame(), `"text":"re:x2"`) {
-		t.Errorf("the second turn: %d %s %v", r2.status, r2.body, r2.frames)
-	}
-	f.waitRuns("cancelled", "completed")
-	frames := f.runFrames(ids[0])
-	if len(frames) != 2 || !strings.Contains(frames[0], `"partial":true`) || !strings.Contains(frames[1], `"errorCode":"CANCELLED"`) {
-		t.Errorf("the interrupted run's frames %v", frames)
-	}
-	// Its user message stays; text streamed only as partials does not.
-	if got, want := f.sessionTexts(), []string{"user:x1", "user:x2", "solo:re:x2"}; !slices.Equal(got, want) {
-		t.Errorf("session %q, want %q", got, want)
-	}
-	reqs := f.fakes["solo"].requests()
-	if got := transcript(reqs[len(reqs)-1]); !slices.Equal(got, []string{"user:x1", "user:x2"}) {
-		t.Errorf("the second call was sent %q", got)
-	}
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskReject, store)
+		ctx := t.Context()
+		ids := f.waitRuns("running")
+		second := f.sendTurn(ctx, "x2", `"multitaskStrategy":"interrupt"`)
+		if got := next(t, m.aborted, "the first call's abort"); got != "x1" {
+			t.Errorf("aborted the call of %q", got)
+		}
+		r1 := result(t, first)
+		if r1.status != http.StatusOK || !strings.Contains(r1.lastFrame(), `"error"`) {
+			t.Errorf("the first turn's client: %d %v", r1.status, r1.frames)
+		}
+		if got := next(t, m.started, "second call"); got != "x2" {
+			t.Errorf("the second call answered %q", got)
+		}
+		m.release <- struct{}{}
+		r2 := result(t, second)
+		if r2.status != http.StatusOK || !strings.Contains(r2.lastFrame(), `"text":"re:x2"`) {
+			t.Errorf("the second turn: %d %s %v", r2.status, r2.body, r2.frames)
+		}
+		f.waitRuns("cancelled", "completed")
+		frames := f.runFrames(ids[0])
+		if len(frames) != 2 || !strings.Contains(frames[0], `"partial":true`) || !strings.Contains(frames[1], `"errorCode":"CANCELLED"`) {
+			t.Errorf("the interrupted run's frames %v", frames)
+		}
+		// Its user message stays; text streamed only as partials does not.
+		if got, want := f.sessionTexts(), []string{"user:x1", "user:x2", "solo:re:x2"}; !slices.Equal(got, want) {
+			t.Errorf("session %q, want %q", got, want)
+		}
+		reqs := f.fakes["solo"].requests()
+		if got := transcript(reqs[len(reqs)-1]); !slices.Equal(got, []string{"user:x1", "user:x2"}) {
+			t.Errorf("the second call was sent %q", got)
+		}
+	})
 }
 
 // An interrupt cancels the queued turns ahead of it too: their clients
 // get 409, their runs end cancelled with a CANCELLED frame, their
 // messages never reach the session.
 func TestMultitaskInterruptCancelsQueuedTurns(t *testing.T) {
-	f, m, first := busySession(t, spec.MultitaskEnqueue)
-	ctx := t.Context()
-	queued := f.sendTurn(ctx, "x2", "")
-	ids := f.waitRuns("running", "queued")
-	third := f.sendTurn(ctx, "x3", `"multitaskStrategy":"interrupt"`)
-	r2 := result(t, queued)
-	if r2.status != http.StatusConflict || !strings.Contains(r2.body, `"error"`) {
-		t.Errorf("the queued turn's client: %d %s", r2.status, r2.body)
-	}
-	if got := next(t, m.started, "third call"); got != "x3" {
-		t.Errorf("the call after the interrupt answered %q", got)
-	}
-	m.release <- struct{}{}
-	if r := result(t, third); !strings.Contains(r.lastFrame(), `"text":"re:x3"`) {
-		t.Errorf("the interrupting turn: %d %s %v", r.status, r.body, r.frames)
-	}
-	if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
-		t.Errorf("the first turn: %v", r.frames)
-	}
-	f.waitRuns("cancelled", "cancelled", "completed")
-	if frames := f.runFrames(ids[1]); len(frames) != 1 || !strings.Contains(frames[0], `"errorCode":"CANCELLED"`) {
-		t.Errorf("the queued run's frames %v", frames)
-	}
-	if got, want := f.sessionTexts(), []string{"user:x1", "user:x3", "solo:re:x3"}; !slices.Equal(got, want) {
-		t.Errorf("session %q, want %q", got, want)
-	}
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+		ctx := t.Context()
+		queued := f.sendTurn(ctx, "x2", "")
+		ids := f.waitRuns("running", "queued")
+		third := f.sendTurn(ctx, "x3", `"multitaskStrategy":"interrupt"`)
+		r2 := result(t, queued)
+		if r2.status != http.StatusConflict || !strings.Contains(r2.body, `"error"`) {
+			t.Errorf("the queued turn's client: %d %s", r2.status, r2.body)
+		}
+		if got := next(t, m.started, "third call"); got != "x3" {
+			t.Errorf("the call after the interrupt answered %q", got)
+		}
+		m.release <- struct{}{}
+		if r := result(t, third); !strings.Contains(r.lastFrame(), `"text":"re:x3"`) {
+			t.Errorf("the interrupting turn: %d %s %v", r.status, r.body, r.frames)
+		}
+		if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
+			t.Errorf("the first turn: %v", r.frames)
+		}
+		f.waitRuns("cancelled", "cancelled", "completed")
+		if frames := f.runFrames(ids[1]); len(frames) != 1 || !strings.Contains(frames[0], `"errorCode":"CANCELLED"`) {
+			t.Errorf("the queued run's frames %v", frames)
+		}
+		if got, want := f.sessionTexts(), []string{"user:x1", "user:x3", "solo:re:x3"}; !slices.Equal(got, want) {
+			t.Errorf("session %q, want %q", got, want)
+		}
+	})
 }
 
 // reject (the default) refuses a turn on a busy session, as before.
@@ -368,47 +387,51 @@ func TestMultitaskRejectIsTheDefault(t *testing.T) {
 // empty.
 func TestMultitaskLineBounds(t *testing.T) {
 	t.Run("max_queued", func(t *testing.T) {
-		f, m, first := busySession(t, spec.MultitaskEnqueue, func(c *gateway.Config) { c.MaxQueued = 1 })
-		ctx := t.Context()
-		queued := f.sendTurn(ctx, "x2", "")
-		f.waitRuns("running", "queued")
-		r := result(t, f.sendTurn(ctx, "x3", ""))
-		if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"error"`) {
-			t.Errorf("a turn beyond max_queued: %d %v %s", r.status, r.header, r.body)
-		}
-		// An interrupt is not refused for a full line: it empties it.
-		interrupting := f.sendTurn(ctx, "x4", `"multitaskStrategy":"interrupt"`)
-		if r := result(t, queued); r.status != http.StatusConflict {
-			t.Errorf("the queued turn, interrupted: %d %s", r.status, r.body)
-		}
-		if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
-			t.Errorf("the first turn, interrupted: %v", r.frames)
-		}
-		next(t, m.started, "the interrupting turn's call")
-		m.release <- struct{}{}
-		if r := result(t, interrupting); !strings.Contains(r.lastFrame(), `"text":"re:x4"`) {
-			t.Errorf("the interrupting turn: %d %s %v", r.status, r.body, r.frames)
-		}
-		f.waitRuns("cancelled", "cancelled", "completed")
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskEnqueue, store, func(c *gateway.Config) { c.MaxQueued = 1 })
+			ctx := t.Context()
+			queued := f.sendTurn(ctx, "x2", "")
+			f.waitRuns("running", "queued")
+			r := result(t, f.sendTurn(ctx, "x3", ""))
+			if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"error"`) {
+				t.Errorf("a turn beyond max_queued: %d %v %s", r.status, r.header, r.body)
+			}
+			// An interrupt is not refused for a full line: it empties it.
+			interrupting := f.sendTurn(ctx, "x4", `"multitaskStrategy":"interrupt"`)
+			if r := result(t, queued); r.status != http.StatusConflict {
+				t.Errorf("the queued turn, interrupted: %d %s", r.status, r.body)
+			}
+			if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
+				t.Errorf("the first turn, interrupted: %v", r.frames)
+			}
+			next(t, m.started, "the interrupting turn's call")
+			m.release <- struct{}{}
+			if r := result(t, interrupting); !strings.Contains(r.lastFrame(), `"text":"re:x4"`) {
+				t.Errorf("the interrupting turn: %d %s %v", r.status, r.body, r.frames)
+			}
+			f.waitRuns("cancelled", "cancelled", "completed")
+		})
 	})
 	t.Run("queue_wait", func(t *testing.T) {
-		f, m, first := busySession(t, spec.MultitaskEnqueue, func(c *gateway.Config) { c.QueueWait = 100 * time.Millisecond })
-		ctx := t.Context()
-		r := result(t, f.sendTurn(ctx, "x2", ""))
-		if r.status != http.StatusConflict || !strings.Contains(r.body, "busy") {
-			t.Errorf("a turn past queue_wait: %d %s", r.status, r.body)
-		}
-		ids := f.waitRuns("running", "failed")
-		if frames := f.runFrames(ids[1]); len(frames) != 1 || !strings.Contains(frames[0], `"errorCode":"SESSION_BUSY"`) {
-			t.Errorf("the timed-out run's frames %v", frames)
-		}
-		m.release <- struct{}{}
-		result(t, first)
-		// Nobody waits: the next turn runs at once, with reject too.
-		m.release <- struct{}{}
-		if r := result(t, f.sendTurn(ctx, "x3", `"multitaskStrategy":"reject"`)); r.status != http.StatusOK {
-			t.Errorf("a turn once the line emptied: %d %s", r.status, r.body)
-		}
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskEnqueue, store, func(c *gateway.Config) { c.QueueWait = 100 * time.Millisecond })
+			ctx := t.Context()
+			r := result(t, f.sendTurn(ctx, "x2", ""))
+			if r.status != http.StatusConflict || !strings.Contains(r.body, "busy") {
+				t.Errorf("a turn past queue_wait: %d %s", r.status, r.body)
+			}
+			ids := f.waitRuns("running", "failed")
+			if frames := f.runFrames(ids[1]); len(frames) != 1 || !strings.Contains(frames[0], `"errorCode":"SESSION_BUSY"`) {
+				t.Errorf("the timed-out run's frames %v", frames)
+			}
+			m.release <- struct{}{}
+			result(t, first)
+			// Nobody waits: the next turn runs at once, with reject too.
+			m.release <- struct{}{}
+			if r := result(t, f.sendTurn(ctx, "x3", `"multitaskStrategy":"reject"`)); r.status != http.StatusOK {
+				t.Errorf("a turn once the line emptied: %d %s", r.status, r.body)
+			}
+		})
 	})
 }
 
@@ -417,35 +440,37 @@ func TestMultitaskLineBounds(t *testing.T) {
 // free once the running turn ends. A queued run cancelled by id ends the
 // same way, its client told 409.
 func TestMultitaskQueuedTurnLeaves(t *testing.T) {
-	f, m, first := busySession(t, spec.MultitaskEnqueue)
-	leave, cancel := context.WithCancel(t.Context())
-	gone := f.sendTurn(leave, "x2", "")
-	f.waitRuns("running", "queued")
-	cancel()
-	if r := result(t, gone); r.status != 0 {
-		t.Errorf("the client that left got %d", r.status)
-	}
-	f.waitRuns("running", "cancelled")
-	byID := f.sendTurn(t.Context(), "x3", "")
-	ids := f.waitRuns("running", "cancelled", "queued")
-	var info map[string]any
-	_ = json.Unmarshal(f.mustDo(http.StatusOK, http.MethodPost, runsBase+"/"+ids[2]+"/cancel", ""), &info)
-	if info["status"] != "cancelled" {
-		t.Errorf("cancel of a queued run answered %v", info)
-	}
-	if r := result(t, byID); r.status != http.StatusConflict {
-		t.Errorf("the client of a queued run cancelled by id: %d %s", r.status, r.body)
-	}
-	m.release <- struct{}{}
-	result(t, first)
-	m.release <- struct{}{}
-	if r := result(t, f.sendTurn(t.Context(), "x4", `"multitaskStrategy":"reject"`)); r.status != http.StatusOK {
-		t.Errorf("a turn after the queued ones left: %d %s", r.status, r.body)
-	}
-	f.waitRuns("completed", "cancelled", "cancelled", "completed")
-	if got, want := f.sessionTexts(), []string{"user:x1", "solo:re:x1", "user:x4", "solo:re:x4"}; !slices.Equal(got, want) {
-		t.Errorf("session %q, want %q", got, want)
-	}
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+		leave, cancel := context.WithCancel(t.Context())
+		gone := f.sendTurn(leave, "x2", "")
+		f.waitRuns("running", "queued")
+		cancel()
+		if r := result(t, gone); r.status != 0 {
+			t.Errorf("the client that left got %d", r.status)
+		}
+		f.waitRuns("running", "cancelled")
+		byID := f.sendTurn(t.Context(), "x3", "")
+		ids := f.waitRuns("running", "cancelled", "queued")
+		var info map[string]any
+		_ = json.Unmarshal(f.mustDo(http.StatusOK, http.MethodPost, runsBase+"/"+ids[2]+"/cancel", ""), &info)
+		if info["status"] != "cancelled" {
+			t.Errorf("cancel of a queued run answered %v", info)
+		}
+		if r := result(t, byID); r.status != http.StatusConflict {
+			t.Errorf("the client of a queued run cancelled by id: %d %s", r.status, r.body)
+		}
+		m.release <- struct{}{}
+		result(t, first)
+		m.release <- struct{}{}
+		if r := result(t, f.sendTurn(t.Context(), "x4", `"multitaskStrategy":"reject"`)); r.status != http.StatusOK {
+			t.Errorf("a turn after the queued ones left: %d %s", r.status, r.body)
+		}
+		f.waitRuns("completed", "cancelled", "cancelled", "completed")
+		if got, want := f.sessionTexts(), []string{"user:x1", "solo:re:x1", "user:x4", "solo:re:x4"}; !slices.Equal(got, want) {
+			t.Errorf("session %q, want %q", got, want)
+		}
+	})
 }
 
 // A strategy that is not one is a client's mistake on every surface: 400
