@@ -6,6 +6,10 @@ import "strings"
 // as a tool.
 const subInvocationSep = ".sub."
 
+// NewInvocationID is the id of a new top-level invocation made from a
+// unique string (a UUID, or a test's id): "e-<unique>".
+func NewInvocationID(unique string) string { return "e-" + unique }
+
 // SubInvocationID is the id of the invocation in which agent, called as a
 // tool from invocation parent, runs its sub-conversation:
 // "<parent>.sub.<agent>". Deeper calls nest: "e-1.sub.outer.sub.inner".

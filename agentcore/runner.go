@@ -462,7 +462,7 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		if t.newInvID != "" {
 			return t.nextAgent(sess), t.newInvID, nil, msg, nil
 		}
-		return t.nextAgent(sess), "e-" + t.svc.newID(), nil, msg, nil
+		return t.nextAgent(sess), NewInvocationID(t.svc.newID()), nil, msg, nil
 	}
 	var author string
 	direct := &genai.Content{Role: genai.RoleUser}

@@ -98,6 +98,12 @@ type Sessions struct {
 	LockTTL time.Duration `yaml:"lock_ttl"`
 	// BusyWait is how long a request waits for a busy session before 409.
 	BusyWait time.Duration `yaml:"busy_wait"`
+	// MaxQueued bounds the turns waiting in one session's line
+	// (models[].multitask enqueue or interrupt; default 10).
+	MaxQueued int `yaml:"max_queued"`
+	// QueueWait bounds how long a turn waits in a session's line (default
+	// 5m).
+	QueueWait time.Duration `yaml:"queue_wait"`
 }
 
 // Auth configures authentication.
@@ -392,6 +398,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.BusyWait < 0 {
 		bad("sessions.busy_wait", "must not be negative")
+	}
+	if c.Sessions.MaxQueued < 0 {
+		bad("sessions.max_queued", "must not be negative (0: the default), got %d", c.Sessions.MaxQueued)
+	}
+	if c.Sessions.QueueWait < 0 {
+		bad("sessions.queue_wait", "must not be negative (0: the default)")
 	}
 	if strings.ContainsAny(c.Sessions.KeyPrefix, "{}") {
 		bad("sessions.key_prefix", "must not contain { or }")

@@ -79,6 +79,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"fraction deep in a list", "models:\n  - id: m\n    compaction:\n      interval: 2.5\n      overlap: 1\n",
 			[]string{"models[0].compaction.interval (line 4): 2.5 is not a whole number"}},
 		{"duration without a unit", "sessions:\n  ttl: 0\n", []string{"sessions.ttl", "a duration is a number with a unit"}},
+		{"negative line bounds", "sessions:\n  max_queued: -1\n  queue_wait: -1s\n",
+			[]string{"sessions.max_queued: must not be negative (0: the default), got -1", "sessions.queue_wait: must not be negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.yaml), nil)

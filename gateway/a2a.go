@@ -336,7 +336,7 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, stream
 		if err != nil {
 			return nil, invalidParams(err.Error())
 		}
-		d.message, d.runID = content, "e-"+uuid.NewString()
+		d.message, d.runID = content, agentcore.NewInvocationID(uuid.NewString())
 		d.invocationID = d.runID
 	} else {
 		d.missing = taskNotFound(msg.TaskID)

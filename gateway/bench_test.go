@@ -86,13 +86,13 @@ func newBenchGateway(b *testing.B, with func(*gateway.Config)) http.Handler {
 }
 
 // redisSessions makes a gateway keep its sessions in the Redis at
-// 127.0.0.1:6379 (skipping the benchmark when none answers), under a key
-// prefix of this benchmark's own, expiring after ten minutes; with runs,
-// also its run log and run index, as cmd/gateway wires them.
-func redisSessions(b *testing.B, runs bool) func(*gateway.Config) {
+// 127.0.0.1:6379 (skipping the benchmark or test when none answers), under
+// a key prefix of its own, expiring after ten minutes; with runs, also its
+// run log and run index, as cmd/gateway wires them.
+func redisSessions(b testing.TB, runs bool) func(*gateway.Config) {
 	b.Helper()
 	st, err := sessionsredis.New(sessionsredis.Config{URL: "redis://127.0.0.1:6379/0",
-		KeyPrefix: fmt.Sprintf("bench-chat-%d-%d:", os.Getpid(), time.Now().UnixNano()), TTL: 10 * time.Minute})
+		KeyPrefix: fmt.Sprintf("gateway-%d-%d:", os.Getpid(), time.Now().UnixNano()), TTL: 10 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -129,6 +129,8 @@ var sentinels = func() []struct {
 		{sessions.ErrNotFound, notFound},
 		{sessions.ErrExists, invalid(http.StatusConflict, "session_exists", "Session already exists.")},
 		{sessions.ErrConflict, invalid(http.StatusConflict, "session_busy", "The session is busy with another request; retry when it has finished.")},
+		{sessions.ErrQueueFull, apiError{status: http.StatusTooManyRequests, kind: "rate_limit_error", code: "session_queue_full",
+			message: "Too many turns wait for this session (sessions.max_queued); retry when fewer do.", retryAfter: time.Second}},
 		{sessions.ErrInvalid, invalid(http.StatusBadRequest, "invalid_request", "Invalid session request.")},
 		{artifact.ErrNotFound, invalid(http.StatusNotFound, "artifact_not_found", "Artifact not found.")},
 		{sessions.ErrUnavailable, server(http.StatusServiceUnavailable, "session_store_unavailable", "The session store is unavailable; retry shortly.")},

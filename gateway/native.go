@@ -160,11 +160,15 @@ func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
 	default:
 		return nil, badRequest("onDisconnect", "onDisconnect must be cancel or continue.")
 	}
+	mt, err := multitaskOf(req.MultitaskStrategy, "multitaskStrategy")
+	if err != nil {
+		return nil, err
+	}
 	annotate(c, slog.String("session_id", req.SessionID))
 	nt := &nativeTurn{invocationID: req.InvocationID, splitArtifacts: req.FunctionCallEventID == "",
 		keepOnDisconnect: req.OnDisconnect == "continue" || req.OnDisconnect == "" && a.ContinueOnDisconnect}
 	d := turnRequest{app: a, user: req.UserID, named: true, sessionID: req.SessionID, sessionField: "sessionId",
-		message: msg, stateDelta: req.StateDelta,
+		message: msg, stateDelta: req.StateDelta, multitask: mt,
 		config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}
 	if err := s.beginTurn(c.Request.Context(), &d, &nt.turn, nt); err != nil {
 		return nil, err

@@ -35,6 +35,9 @@ type runAgentRequest struct {
 	// OnDisconnect is cancel or continue: what becomes of a /run_sse run
 	// whose client goes away (default: the model's on_disconnect).
 	OnDisconnect string `json:"onDisconnect"`
+	// MultitaskStrategy is reject, enqueue or interrupt: what the run does
+	// when the session has a run going (default: the model's multitask).
+	MultitaskStrategy string `json:"multitaskStrategy"`
 }
 
 // createSessionRequest is the body of POST .../sessions.

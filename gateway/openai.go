@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/gin-gonic/gin"
@@ -202,11 +203,15 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	if err != nil {
 		return nil, err
 	}
+	mt, err := openAIMultitask(h)
+	if err != nil {
+		return nil, err
+	}
 	sid := sessionHeader(h, req.Metadata)
 	ct := &chatTurn{stored: sid != "", echoSession: sid != "", toolMessages: toolMessagesOf(req.Messages),
 		wire: req, system: conv.System, history: conv.History, responses: responses}
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), sessionID: sid, sessionField: "X-Session-Id",
-		message: msg, metadata: req.Metadata, clientTools: openaiwire.ToFunctionDeclarations(req.Tools),
+		message: msg, metadata: req.Metadata, clientTools: openaiwire.ToFunctionDeclarations(req.Tools), multitask: mt,
 		config: agentcore.RunConfig{Streaming: req.Stream},
 		// A new session is created with the lock and the read; tool
 		// results cannot start one (they answer a call of a paused turn).
@@ -250,37 +255,34 @@ func cmpOr(vals ...string) string {
 	return ""
 }
 
-// lockAndGet takes the session's run lock and reads it, creating it as
-// create asks when it does not exist and create is not nil: in one round
-// trip when the store can. lease is not nil once the lock is held (also
-// when the session does not exist: the error then wraps ErrNotFound).
-//
-// A turn reads its session from the latest compaction on (the model
-// requests show that compaction's summary in place of the events before
-// it): req's and create's windows are set so.
-func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (sess *sessions.Session, lease sessions.Lease, err error) {
-	req.Window = sessions.Window{SinceCompaction: true}
-	if create != nil {
-		c := *create
-		c.Window = req.Window
-		create = &c
-	}
+// lockAndGet takes the session's run lock, waiting up to wait for it, and
+// reads it, creating it as create asks when it does not exist and create
+// is not nil: in one round trip when the store can. lease is not nil once
+// the lock is held (also when the session does not exist: the error then
+// wraps ErrNotFound).
+func (s *Server) lockAndGet(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest, wait time.Duration) (sess *sessions.Session, lease sessions.Lease, err error) {
 	switch {
 	case s.lockGet != nil && create != nil:
-		return s.lockGet.AcquireGetOrCreate(ctx, *create, s.cfg.BusyWait)
+		return s.lockGet.AcquireGetOrCreate(ctx, *create, wait)
 	case s.lockGet != nil:
-		return s.lockGet.AcquireGet(ctx, req, s.cfg.BusyWait)
+		return s.lockGet.AcquireGet(ctx, req, wait)
 	}
-	lease, err = s.cfg.Locker.Acquire(ctx, req.AppName, req.UserID, req.SessionID, s.cfg.BusyWait)
+	lease, err = s.cfg.Locker.Acquire(ctx, req.AppName, req.UserID, req.SessionID, wait)
 	if err != nil {
 		return nil, nil, err
 	}
-	if create != nil {
-		sess, err = sessions.GetOrCreate(ctx, s.cfg.Sessions, *create)
-	} else {
-		sess, err = s.cfg.Sessions.Get(ctx, req)
-	}
+	sess, err = s.readLocked(ctx, req, create)
 	return sess, lease, err
+}
+
+// readLocked reads the session req names for a turn that holds its run
+// lock, creating it as create asks when it does not exist and create is
+// not nil.
+func (s *Server) readLocked(ctx context.Context, req sessions.GetRequest, create *sessions.CreateRequest) (*sessions.Session, error) {
+	if create != nil {
+		return sessions.GetOrCreate(ctx, s.cfg.Sessions, *create)
+	}
+	return s.cfg.Sessions.Get(ctx, req)
 }
 
 // overridesFrom maps response_format, sampling settings, tool_choice, the

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway/openaiwire"
 	"github.com/agentgate/agentgate/sessions"
 )
@@ -266,8 +267,13 @@ func (s *Server) createResponse(c *gin.Context) {
 	if !ok {
 		return
 	}
+	mt, err := openAIMultitask(c.Request.Header)
+	if err != nil {
+		writeOpenAIError(c, classify(err))
+		return
+	}
 	resp := req.NewResponse(openaiwire.NewResponseID(), s.cfg.Now().Unix())
-	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID)
+	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID, mt)
 	if err != nil {
 		writeOpenAIError(c, chatError(nil, err))
 		return
@@ -297,15 +303,15 @@ func (s *Server) createResponse(c *gin.Context) {
 // client tools and per-turn settings.
 //
 // A background turn's run is named by the response id (id), and kept for
-// replays once it ended.
-func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string) (*responsesTurn, error) {
+// replays once it ended. mt is the request's multitask strategy.
+func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string, mt spec.Multitask) (*responsesTurn, error) {
 	msg, responses, err := newInput(conv, "input", "The request has no new input: the items after the last assistant message or function_call must include a user message or a function_call_output.")
 	if err != nil {
 		return nil, err
 	}
 	rt := &responsesTurn{chatTurn: chatTurn{system: conv.System, history: conv.History, responses: responses}, wireReq: req}
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), message: msg, metadata: req.Metadata,
-		clientTools: req.FunctionDeclarations(), config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
+		clientTools: req.FunctionDeclarations(), multitask: mt, config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
 	if req.Background {
 		d.runID, d.retention = id, s.cfg.RunRetention
 	}

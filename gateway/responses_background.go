@@ -88,7 +88,7 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 		b.enc.SetSession(b.turn.sessionID)
 	}
 	if err := b.save(); err != nil {
-		t.abandon()
+		t.abandon(ctx, err)
 		writeOpenAIError(c, notStored(err))
 		return
 	}

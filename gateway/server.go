@@ -63,6 +63,14 @@ type Config struct {
 	KeepaliveInterval time.Duration
 	// BusyWait is how long a run waits for a busy session before 409.
 	BusyWait time.Duration
+	// MaxQueued bounds the turns waiting in one session's line (multitask
+	// enqueue and interrupt; default DefaultMaxQueued); beyond it a turn is
+	// refused (429). QueueWait bounds how long one waits there (default
+	// DefaultQueueWait). The line is the Locker's, when it is a
+	// sessions.Queue (both stores are); with a Locker that is not, every
+	// turn is handled as multitask reject.
+	MaxQueued int
+	QueueWait time.Duration
 	// RunLog keeps the frames of every run for clients to re-attach to
 	// (default: a runs.MemoryLog keeping them RunRetention); a shared log
 	// (Redis) lets any replica serve a re-attach.
@@ -123,6 +131,9 @@ type Server struct {
 	// lockGet takes a session's run lock with its read in one round trip,
 	// when the store is also the locker and can (nil otherwise).
 	lockGet sessions.LockingGetter
+	// queue is the Locker's line for a busy session's lease (see
+	// multitask.go); nil when the Locker has none.
+	queue sessions.Queue
 	// refs is cfg.Refs (instrumented with Metrics).
 	refs sessions.Refs
 }
@@ -154,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Logger = slog.New(agentcore.NewLogHandler(cfg.Logger.Handler()))
 	lockGet, _ := cfg.Sessions.(sessions.LockingGetter)
+	queue, _ := cfg.Locker.(sessions.Queue) // before the metrics wrap the Locker
 	if any(cfg.Locker) != any(cfg.Sessions) {
 		lockGet = nil // the lock must be the store's own
 	}
@@ -178,6 +190,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = DefaultQueueWait
 	}
 	if cfg.KeepaliveInterval <= 0 {
 		cfg.KeepaliveInterval = 15 * time.Second
@@ -212,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.RunLog = runs.NewMemoryLog(runs.MemoryLogConfig{Retention: cfg.RunRetention, MaxEndedRuns: cfg.RunMaxEnded,
 			MaxBytes: cfg.RunMaxBytes})
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog, Index: cfg.RunIndex}), lockGet: lockGet, refs: refs,
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: runs.NewRegistry(runs.Config{Log: cfg.RunLog, Index: cfg.RunIndex}), lockGet: lockGet, queue: queue, refs: refs,
 		stopping: make(chan struct{})}
 	if err := s.Reload(cfg.Catalog); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model"
+	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/limits"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
@@ -54,6 +55,9 @@ type turnRequest struct {
 	config      agentcore.RunConfig
 	// invocationID names a new invocation (see RunRequest.InvocationID).
 	invocationID string
+	// multitask is what the turn does when its session has a run going,
+	// as the request chose (empty: the model's multitask).
+	multitask spec.Multitask
 	// runID names the run when it is known before it starts (an A2A
 	// task's id, also when the turn resumes it); otherwise the run is
 	// named by its invocation id at its first event.
@@ -164,6 +168,9 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	}
 	defer func() {
 		if err != nil {
+			if t.rec != nil { // it waited in the session's line as a run
+				t.endUnrun(ctx, err)
+			}
 			t.slot.End(0)
 		}
 	}()
@@ -181,11 +188,15 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	t.req.SessionID = t.sessionID
 	// The session is read under its run lock (one round trip when the
 	// store can) and handed to the runner, which need not read it again.
+	// A turn reads it from the latest compaction on (the model requests
+	// show that compaction's summary in place of the events before it).
+	window := sessions.Window{SinceCompaction: true}
 	var create *sessions.CreateRequest
 	if d.create {
-		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID, State: paramsState(params)}
+		create = &sessions.CreateRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID, State: paramsState(params), Window: window}
 	}
-	sess, lease, err := s.lockAndGet(ctx, sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID}, create)
+	get := sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID, Window: window}
+	sess, lease, err := s.lockTurn(ctx, d, t, get, create)
 	if lease == nil {
 		return err // not locked
 	}
@@ -278,10 +289,20 @@ func (s *Server) runTurn(ctx context.Context, t *turn, sink turnSink) {
 // to drive it with (ctx decides what ends it besides a cancel: a request's
 // context, or one detached from it). On error the turn is released.
 func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error) {
-	rec, runCtx, err := s.runs.Start(ctx, runs.Spec{ID: t.runID, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
-		Retention: max(t.retention, runIndexRetention), Value: t.value})
+	if t.rec != nil { // it waited in the session's line (see multitask.go)
+		runCtx := t.rec.Begin(ctx)
+		if runCtx.Err() != nil {
+			// Cancelled (interrupted, say) as it got its session: it
+			// never runs, and stores nothing.
+			err := context.Cause(runCtx)
+			t.abandon(ctx, err)
+			return nil, err
+		}
+		return runCtx, nil
+	}
+	rec, runCtx, err := s.runs.Start(ctx, t.spec(t.runID))
 	if err != nil {
-		t.abandon()
+		t.abandon(ctx, err)
 		return nil, err
 	}
 	t.rec, t.named, t.errSeq = rec, t.runID != "", -1
@@ -289,10 +310,21 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 }
 
 // abandon lets go of what a turn that began holds (its session's lock and
-// its limits slot) when it is not to run after all.
-func (t *turn) abandon() {
+// its limits slot, and the run it is registered as when it waited in its
+// session's line, ended with err) when it is not to run after all.
+func (t *turn) abandon(ctx context.Context, err error) {
 	t.release()
 	t.slot.End(0)
+	if t.rec != nil {
+		t.endUnrun(ctx, err)
+	}
+}
+
+// spec describes the turn's run, named id (empty: named by its invocation
+// id once the runtime knows it).
+func (t *turn) spec(id string) runs.Spec {
+	return runs.Spec{ID: id, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
+		Retention: max(t.retention, runIndexRetention), Value: t.value}
 }
 
 // driveRun runs a started turn into sink on the calling goroutine: events,
@@ -383,6 +415,14 @@ func (t *turn) logError(err error) int64 {
 	ev := &sessions.Event{ID: uuid.NewString(), InvocationID: t.rec.ID(), Author: t.app.Root.Name(), Timestamp: time.Now(),
 		ErrorCode: runErrorCode(err), ErrorMessage: classify(err).message}
 	return t.logFrame(ev)
+}
+
+// endUnrun ends a run that never ran (it failed while it waited in its
+// session's line, or once it got the session) with err: its log ends with
+// the error event, and the run with err.
+func (t *turn) endUnrun(ctx context.Context, err error) {
+	t.errSeq = t.logError(err)
+	t.rec.Finish(ctx, err)
 }
 
 // runErrorCode is the errorCode of the event a failed run ends with.

@@ -73,6 +73,10 @@ type Spec struct {
 	// Queued starts the run as queued (waiting for its turn); Begin moves
 	// it to running. Otherwise it starts running.
 	Queued bool
+	// Ticket is the run's place in its session's line, when it waited in
+	// one (sessions.Ticket.Seq; zero when it did not): CancelSession spares
+	// the runs that joined the line after a given ticket.
+	Ticket int64
 	// Retention is how long the registry keeps the run once it ended, for
 	// lookups by id; zero forgets it at once.
 	Retention time.Duration
@@ -144,7 +148,7 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 	if spec.Queued {
 		st = StatusQueued
 	}
-	run := &Run{reg: r, retention: spec.Retention, value: spec.Value,
+	run := &Run{reg: r, retention: spec.Retention, value: spec.Value, ticket: spec.Ticket,
 		info: Info{ID: spec.ID, App: spec.App, User: spec.User, Session: spec.Session, Status: st, Started: now, Updated: now}}
 	r.mu.Lock()
 	if r.closing {
@@ -351,11 +355,13 @@ func (r *Registry) sweepLocked() {
 // Run is one registered run. Its methods may be called from any goroutine.
 type Run struct {
 	reg       *Registry
-	cancel    context.CancelCauseFunc
 	retention time.Duration
 	value     any
+	ticket    int64
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// cancel ends the run's context: the one Start made, then Begin's.
+	cancel    context.CancelCauseFunc
 	info      Info
 	cancelled error // the cause given to Cancel, if any
 	err       error
@@ -412,17 +418,42 @@ func (run *Run) SetID(ctx context.Context, id string) error {
 	return nil
 }
 
-// Begin moves a queued run to running.
-func (run *Run) Begin() {
+// Begin moves a queued run to running, and returns the context to run it
+// under from now on: ctx, ended also when the run is cancelled or the
+// registry closes (at once when that happened already). It ends the
+// context Start returned, which the run waited with: what ends a run
+// while it waits (its request, say) need not be what ends it once it runs
+// (a run that goes on without its client).
+func (run *Run) Begin(ctx context.Context) context.Context {
+	runCtx, cancel := context.WithCancelCause(ctx)
 	run.mu.Lock()
-	began := run.info.Status == StatusQueued
+	waited := run.cancel
+	run.cancel = cancel
+	cancelled := run.cancelled
+	if run.over {
+		cancelled = context.Canceled
+	}
+	began := run.info.Status == StatusQueued && !run.over
 	if began {
 		run.info.Status, run.info.Updated = StatusRunning, run.reg.cfg.Now()
 	}
 	run.mu.Unlock()
+	waited(nil)
+	if cancelled != nil {
+		cancel(cancelled)
+	}
 	if began {
 		run.put(context.Background())
 	}
+	return runCtx
+}
+
+// cancelWith ends the run's context with cause.
+func (run *Run) cancelWith(cause error) {
+	run.mu.Lock()
+	cancel := run.cancel
+	run.mu.Unlock()
+	cancel(cause)
 }
 
 // Cancel ends the run's context with cause (nil means context.Canceled);
@@ -440,13 +471,14 @@ func (run *Run) Cancel(cause error) {
 	if run.cancelled == nil {
 		run.cancelled = cause
 	}
+	cancel := run.cancel
 	run.mu.Unlock()
-	run.cancel(cause)
+	cancel(cause)
 }
 
 // Stop ends the run's context without marking it cancelled: its driver
 // stops it (a consumer that went away, or one done with it).
-func (run *Run) Stop() { run.cancel(nil) }
+func (run *Run) Stop() { run.cancelWith(nil) }
 
 // Append adds a frame (its JSON, or the event: see EventLog.Append) to the
 // run's log and returns its number in it (-1 and ErrNoLog when the
@@ -490,8 +522,9 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.err = err
 	run.info.Updated, run.info.Ended = now, now
 	id := run.info.ID
+	cancel := run.cancel
 	run.mu.Unlock()
-	run.cancel(nil)
+	cancel(nil)
 	// The index says it ended before the log does: whoever waits for
 	// the log's end reads the final status.
 	run.put(ctx)

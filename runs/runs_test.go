@@ -99,7 +99,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	if got := late.Info().Status; got != runs.StatusQueued {
 		t.Errorf("queued run is %s", got)
 	}
-	late.Begin()
+	_ = late.Begin(ctx)
 	clk.add(time.Second)
 	if err := late.SetID(ctx, "inv-2"); err != nil {
 		t.Fatal(err)
@@ -655,7 +655,7 @@ func TestMemoryLogBound(t *testing.T) {
 type fakeIndex struct {
 	mu   sync.Mutex
 	runs map[string]runs.Info
-	subs []chan string // one per listener: a cancel reaches all
+	subs []chan runs.CancelRequest // one per listener: a cancel reaches all
 }
 
 func (x *fakeIndex) Put(_ context.Context, in runs.Info, _ time.Duration) error {
@@ -687,25 +687,35 @@ func (x *fakeIndex) List(_ context.Context, app, user, session string) ([]runs.I
 	return out, nil
 }
 
-func (x *fakeIndex) Cancel(_ context.Context, id string) error {
+// waitListeners waits until n registries listen to the index's cancels
+// (they subscribe on their listeners' goroutines).
+func (x *fakeIndex) waitListeners(n int) {
+	for subscribed := 0; subscribed < n; time.Sleep(time.Millisecond) {
+		x.mu.Lock()
+		subscribed = len(x.subs)
+		x.mu.Unlock()
+	}
+}
+
+func (x *fakeIndex) Cancel(_ context.Context, req runs.CancelRequest) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, c := range x.subs {
-		c <- id
+		c <- req
 	}
 	return nil
 }
 
-func (x *fakeIndex) Cancels(ctx context.Context) iter.Seq[string] {
-	c := make(chan string, 8)
+func (x *fakeIndex) Cancels(ctx context.Context) iter.Seq[runs.CancelRequest] {
+	c := make(chan runs.CancelRequest, 8)
 	x.mu.Lock()
 	x.subs = append(x.subs, c)
 	x.mu.Unlock()
-	return func(yield func(string) bool) {
+	return func(yield func(runs.CancelRequest) bool) {
 		for {
 			select {
-			case id := <-c:
-				if !yield(id) {
+			case req := <-c:
+				if !yield(req) {
 					return
 				}
 			case <-ctx.Done():
@@ -715,16 +725,23 @@ func (x *fakeIndex) Cancels(ctx context.Context) iter.Seq[string] {
 	}
 }
 
+// twoRegistries are two registries on one index (as two replicas on one
+// Redis), both listening to its cancels; closed at the end of the test.
+func twoRegistries(t *testing.T) (a, b *runs.Registry) {
+	idx := &fakeIndex{runs: map[string]runs.Info{}}
+	a, b = runs.NewRegistry(runs.Config{Index: idx}), runs.NewRegistry(runs.Config{Index: idx})
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	idx.waitListeners(2)
+	return a, b
+}
+
 // Two registries on one index: each records its runs' status there, the
 // other finds and lists them, and a cancel asked on one cancels the run
 // on the other (as ErrCancelled); Close stops the listener.
 func TestRegistryIndex(t *testing.T) {
 	ctx := context.Background()
-	idx := &fakeIndex{runs: map[string]runs.Info{}}
-	a := runs.NewRegistry(runs.Config{Index: idx})
-	b := runs.NewRegistry(runs.Config{Index: idx})
-	defer a.Close()
-	defer b.Close()
+	a, b := twoRegistries(t)
 	run, runCtx, err := a.Start(ctx, runs.Spec{ID: "inv", App: "app", User: "u", Session: "s", Retention: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -735,12 +752,6 @@ func TestRegistryIndex(t *testing.T) {
 	}
 	if _, _, err := b.Lookup(ctx, "app", "u", "other", "inv"); !errors.Is(err, runs.ErrNotFound) {
 		t.Errorf("another session's run: %v", err)
-	}
-	// The registries subscribe on their listeners' goroutines.
-	for subscribed := 0; subscribed < 2; time.Sleep(time.Millisecond) {
-		idx.mu.Lock()
-		subscribed = len(idx.subs)
-		idx.mu.Unlock()
 	}
 	if err := b.CancelElsewhere(ctx, "inv"); err != nil {
 		t.Fatal(err)
@@ -776,5 +787,88 @@ func TestFrameDecode(t *testing.T) {
 	}
 	if _, err := (runs.Frame{Seq: 4, Data: []byte("{")}).Decode(); err == nil || !strings.Contains(err.Error(), "frame 4") {
 		t.Errorf("a frame that is not an event: %v", err)
+	}
+}
+
+// A queued run waits under the context Start gave it (its request's,
+// say) and runs under Begin's: the first may end without ending the
+// second; a cancel while it waits reaches the context Begin returns.
+func TestRegistryBeginRunsUnderItsOwnContext(t *testing.T) {
+	reg := runs.NewRegistry(runs.Config{})
+	defer reg.Close()
+	req, leave := context.WithCancel(context.Background())
+	run, waitCtx, err := reg.Start(req, runs.Spec{ID: "q", App: "app", User: "u", Session: "s", Queued: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx := run.Begin(context.WithoutCancel(req))
+	if waitCtx.Err() == nil {
+		t.Error("the waiting context outlives Begin")
+	}
+	leave()
+	if runCtx.Err() != nil || run.Info().Status != runs.StatusRunning {
+		t.Fatalf("the run after its request ended: %v, %s", runCtx.Err(), run.Info().Status)
+	}
+	run.Cancel(runs.ErrCancelled)
+	if cause := context.Cause(runCtx); !errors.Is(cause, runs.ErrCancelled) {
+		t.Errorf("Begin's context after Cancel: cause %v", cause)
+	}
+	run.Finish(context.Background(), runs.ErrCancelled)
+
+	early, _, err := reg.Start(context.Background(), runs.Spec{ID: "q2", App: "app", User: "u", Session: "s", Queued: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early.Cancel(runs.ErrCancelled) // while it waits
+	if cause := context.Cause(early.Begin(context.Background())); !errors.Is(cause, runs.ErrCancelled) {
+		t.Errorf("Begin after a cancel while waiting: cause %v", cause)
+	}
+	early.Finish(context.Background(), runs.ErrCancelled)
+}
+
+// CancelSession cancels the live runs of one session ahead of a ticket:
+// those that did not wait in line and those that joined it earlier, named
+// or not, on this registry and, through the index, on the others; it
+// spares later tickets and other sessions.
+func TestRegistryCancelSession(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoRegistries(t)
+	start := func(reg *runs.Registry, spec runs.Spec) context.Context {
+		t.Helper()
+		spec.App, spec.User = "app", "u"
+		run, runCtx, err := reg.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { run.Finish(ctx, context.Cause(runCtx)) })
+		return runCtx
+	}
+	running := start(a, runs.Spec{ID: "running", Session: "s"})
+	unnamed := start(a, runs.Spec{Session: "s"})
+	earlier := start(b, runs.Spec{ID: "earlier", Session: "s", Queued: true, Ticket: 5})
+	self := start(b, runs.Spec{ID: "self", Session: "s", Queued: true, Ticket: 7})
+	later := start(a, runs.Spec{ID: "later", Session: "s", Queued: true, Ticket: 8})
+	elsewhere := start(a, runs.Spec{ID: "elsewhere", Session: "s2"})
+	if err := b.CancelSession(ctx, "app", "u", "s", 7); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]context.Context{"running": running, "unnamed": unnamed, "earlier": earlier} {
+		select {
+		case <-c.Done():
+			if cause := context.Cause(c); !errors.Is(cause, runs.ErrCancelled) {
+				t.Errorf("%s: cause %v", name, cause)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s was not cancelled", name)
+		}
+	}
+	// Closing the registries waits for their listeners (which cancelled
+	// the runs above with the same message), then shuts the rest down.
+	a.Close()
+	b.Close()
+	for name, c := range map[string]context.Context{"self": self, "later": later, "elsewhere": elsewhere} {
+		if cause := context.Cause(c); !errors.Is(cause, runs.ErrShutdown) {
+			t.Errorf("%s: cause %v, want only the shutdown's", name, cause)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,19 +103,93 @@ type LockingGetter interface {
 	AcquireGetOrCreate(ctx context.Context, req CreateRequest, wait time.Duration) (sess *Session, lease Lease, err error)
 }
 
-// MemoryLocker is the process-local Locker: enough for one gateway replica.
-// Replicas sharing sessions need a shared lock, such as the Redis store's.
-// The zero MemoryLocker is ready to use.
-type MemoryLocker struct {
-	mu   sync.Mutex
-	held map[memKey]chan struct{} // closed when the holder releases
+// Queue is implemented by Lockers whose waiters can line up for a
+// session's lease, to take it in the order they came rather than whenever
+// they happen to find it free: a turn sent while another runs on the
+// session, to run after it.
+//
+// While a session's line is not empty its lease counts as busy for
+// Acquire, also between two holders: a waiter in line is never overtaken
+// by one that did not line up.
+type Queue interface {
+	// Join puts a new waiter at the end of the session's line and returns
+	// its ticket. When max > 0 and max tickets already wait in the line, it
+	// returns an error wrapping ErrQueueFull instead.
+	Join(ctx context.Context, app, user, sessionID string, max int) (Ticket, error)
 }
 
-var _ Locker = (*MemoryLocker)(nil)
+// Ticket is one waiter's place in a session's line (Queue.Join). Its
+// holder owns it and alone calls its methods; it must Leave it unless
+// Acquire succeeded.
+type Ticket interface {
+	// Seq orders the tickets of a session: one that joined later has a
+	// larger Seq (it is positive).
+	Seq() int64
+	// Acquire waits until the ticket is first in line and the lease is
+	// free, takes the lease (which must be released) and leaves the line.
+	// When ctx ends first it returns an error wrapping ctx's, and the
+	// ticket keeps its place: Acquire again, or Leave.
+	Acquire(ctx context.Context) (Lease, error)
+	// Leave takes the ticket out of the line. It is idempotent, and does
+	// nothing once Acquire succeeded.
+	Leave()
+	// DropAhead takes every ticket that joined the line before this one
+	// out of it, at once: their Acquire fails with ErrDropped, and this
+	// ticket is the next to take the lease (a turn that interrupts those
+	// ahead of it, which must not get the lease as the one holding it lets
+	// go).
+	DropAhead(ctx context.Context) error
+}
+
+var (
+	// ErrQueueFull: a session's line (Queue) holds as many waiters as it
+	// may.
+	ErrQueueFull = errors.New("sessions: too many turns wait for the session")
+	// ErrDropped: a ticket is no longer in its line though it did not
+	// leave: a later ticket dropped it (DropAhead), or, in a line shared
+	// by replicas, its waiter stopped polling for too long.
+	ErrDropped = errors.New("sessions: the ticket was dropped from the line")
+)
+
+// MemoryLocker is the process-local Locker and Queue: enough for one
+// gateway replica. Replicas sharing sessions need a shared lock, such as
+// the Redis store's. The zero MemoryLocker is ready to use.
+type MemoryLocker struct {
+	mu    sync.Mutex
+	locks map[memKey]*memLock // sessions held or with a line
+	seq   int64               // the last ticket's Seq, of every session
+}
+
+// memLock is one session's lease and line. It is dropped from its
+// locker once free with an empty line.
+type memLock struct {
+	held bool
+	gen  uint64 // counts the holders: a lease releases only its own hold
+	line []*memTicket
+	// changed is closed when the lease is released or the line's head
+	// leaves: the moments a waiter may get the lease. It is made when a
+	// waiter first needs it, and a new one after each close (an
+	// uncontended lease makes none).
+	changed chan struct{}
+}
+
+// waitChan is the channel a waiter waits on for st to change; l.mu is
+// held.
+func (st *memLock) waitChan() chan struct{} {
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return st.changed
+}
+
+var (
+	_ Locker = (*MemoryLocker)(nil)
+	_ Queue  = (*MemoryLocker)(nil)
+)
 
 // NewMemoryLocker returns a Locker with no session held.
 func NewMemoryLocker() *MemoryLocker {
-	return &MemoryLocker{held: map[memKey]chan struct{}{}}
+	return &MemoryLocker{}
 }
 
 // Acquire implements Locker. A waiter returns ctx's error (wrapped) when ctx
@@ -135,22 +210,20 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 			return nil, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
 		}
 		l.mu.Lock()
-		busy, ok := l.held[k]
-		if !ok {
-			if l.held == nil {
-				l.held = map[memKey]chan struct{}{}
-			}
-			done := make(chan struct{})
-			l.held[k] = done
+		st := l.locks[k]
+		if st == nil || (!st.held && len(st.line) == 0) {
+			lease := l.takeLocked(k, st)
 			l.mu.Unlock()
-			return newFuncLease(l.releaser(k, done)), nil
+			return lease, nil
 		}
-		l.mu.Unlock()
 		if timeout == nil {
+			l.mu.Unlock()
 			return nil, busyError(sessionID)
 		}
+		changed := st.waitChan()
+		l.mu.Unlock()
 		select {
-		case <-busy:
+		case <-changed:
 		case <-timeout:
 			return nil, busyError(sessionID)
 		case <-ctx.Done():
@@ -159,20 +232,149 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 	}
 }
 
-// releaser frees k once, and only while done is still its holder's lease.
-// The lease in held is what makes it once: the first call takes it out, so
-// a later one finds it gone, or another holder's, and does nothing.
-func (l *MemoryLocker) releaser(k memKey, done chan struct{}) func() {
-	return func() {
+// lockOf returns k's lease and line, made when missing; l.mu is held.
+func (l *MemoryLocker) lockOf(k memKey) *memLock {
+	st := l.locks[k]
+	if st == nil {
+		if l.locks == nil {
+			l.locks = map[memKey]*memLock{}
+		}
+		st = &memLock{}
+		l.locks[k] = st
+	}
+	return st
+}
+
+// takeLocked gives the free lease of k (st, nil when k has no entry) to a
+// new holder; l.mu is held.
+func (l *MemoryLocker) takeLocked(k memKey, st *memLock) Lease {
+	if st == nil {
+		st = l.lockOf(k)
+	}
+	st.held = true
+	st.gen++
+	gen := st.gen
+	return newFuncLease(func() {
 		l.mu.Lock()
-		held := l.held[k] == done
-		if held {
-			delete(l.held, k)
+		defer l.mu.Unlock()
+		if st := l.locks[k]; st != nil && st.held && st.gen == gen {
+			st.held = false
+			l.changedLocked(k, st)
 		}
+	})
+}
+
+// changedLocked wakes k's waiters, and drops k's entry when it is free
+// with nobody in line; l.mu is held.
+func (l *MemoryLocker) changedLocked(k memKey, st *memLock) {
+	if st.changed != nil {
+		close(st.changed)
+		st.changed = nil
+	}
+	if !st.held && len(st.line) == 0 {
+		delete(l.locks, k)
+	}
+}
+
+// Join implements Queue.
+func (l *MemoryLocker) Join(ctx context.Context, app, user, sessionID string, max int) (Ticket, error) {
+	if err := ValidateKeys(app, user); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	k := memKey{app, user, sessionID}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.lockOf(k)
+	if max > 0 && len(st.line) >= max {
+		return nil, fmt.Errorf("%w: %d turns wait for session %s", ErrQueueFull, len(st.line), sessionID)
+	}
+	l.seq++
+	t := &memTicket{l: l, k: k, seq: l.seq}
+	st.line = append(st.line, t)
+	return t, nil
+}
+
+// memTicket is a place in a MemoryLocker's line.
+type memTicket struct {
+	l       *MemoryLocker
+	k       memKey
+	seq     int64
+	out     bool // out of the line: by Leave, with the lease, or dropped
+	dropped bool // by a later ticket's DropAhead
+}
+
+var _ Ticket = (*memTicket)(nil)
+
+func (t *memTicket) Seq() int64 { return t.seq }
+
+// Acquire implements Ticket.
+func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
+	l := t.l
+	for {
+		l.mu.Lock()
+		if t.out {
+			l.mu.Unlock()
+			if t.dropped {
+				return nil, fmt.Errorf("%w: session %s", ErrDropped, t.k.id)
+			}
+			return nil, fmt.Errorf("%w: the ticket left the line of session %s", ErrInvalid, t.k.id)
+		}
+		st := l.locks[t.k] // in line: the entry exists
+		if !st.held && st.line[0] == t {
+			st.line = st.line[1:]
+			t.out = true
+			lease := l.takeLocked(t.k, st)
+			l.mu.Unlock()
+			return lease, nil
+		}
+		changed := st.waitChan()
 		l.mu.Unlock()
-		if held {
-			close(done)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sessions: waiting in line for session %s: %w", t.k.id, ctx.Err())
 		}
+	}
+}
+
+// DropAhead implements Ticket.
+func (t *memTicket) DropAhead(context.Context) error {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.out {
+		return fmt.Errorf("%w: the ticket is out of the line of session %s", ErrInvalid, t.k.id)
+	}
+	st := l.locks[t.k]
+	i := slices.Index(st.line, t)
+	if i == 0 {
+		return nil
+	}
+	for _, ahead := range st.line[:i] {
+		ahead.out, ahead.dropped = true, true
+	}
+	st.line = slices.Delete(st.line, 0, i)
+	l.changedLocked(t.k, st) // the dropped waiters learn it; this ticket may go
+	return nil
+}
+
+// Leave implements Ticket.
+func (t *memTicket) Leave() {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.out {
+		return
+	}
+	t.out = true
+	st := l.locks[t.k]
+	i := slices.Index(st.line, t)
+	st.line = slices.Delete(st.line, i, i+1)
+	if i == 0 {
+		l.changedLocked(t.k, st) // the next in line may go
 	}
 }
 

@@ -12,3 +12,9 @@ func TestMemoryLockerConformance(t *testing.T) {
 		return sessions.NewMemoryLocker()
 	})
 }
+
+func TestMemoryLockerQueueConformance(t *testing.T) {
+	sessiontest.RunQueue(t, func(t *testing.T) sessiontest.QueueLocker {
+		return sessions.NewMemoryLocker()
+	})
+}

@@ -112,6 +112,7 @@ var (
 	_ GetOrCreator  = (*MemoryService)(nil)
 	_ Refs          = (*MemoryService)(nil)
 	_ Locker        = (*MemoryService)(nil)
+	_ Queue         = (*MemoryService)(nil)
 	_ StatsReporter = (*MemoryService)(nil)
 )
 

@@ -49,7 +49,37 @@ func (s *MemoryService) Acquire(ctx context.Context, app, user, sessionID string
 	if err != nil {
 		return nil, err
 	}
-	root := rootKey(memKey{app, user, sessionID})
+	return s.pinned(rootKey(memKey{app, user, sessionID}), lease), nil
+}
+
+// Join implements Queue, as MemoryLocker does; the lease a ticket
+// acquires keeps the session's tree as Acquire's does.
+func (s *MemoryService) Join(ctx context.Context, app, user, sessionID string, max int) (Ticket, error) {
+	t, err := s.locker.Join(ctx, app, user, sessionID, max)
+	if err != nil {
+		return nil, err
+	}
+	return &pinningTicket{Ticket: t, s: s, root: rootKey(memKey{app, user, sessionID})}, nil
+}
+
+// pinningTicket pins its session's tree while the lease it acquired is
+// held.
+type pinningTicket struct {
+	Ticket
+	s    *MemoryService
+	root memKey
+}
+
+func (t *pinningTicket) Acquire(ctx context.Context) (Lease, error) {
+	lease, err := t.Ticket.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.s.pinned(t.root, lease), nil
+}
+
+// pinned pins root's tree until lease is released.
+func (s *MemoryService) pinned(root memKey, lease Lease) Lease {
 	s.mu.Lock()
 	s.pin(root)
 	s.mu.Unlock()
@@ -58,7 +88,7 @@ func (s *MemoryService) Acquire(ctx context.Context, app, user, sessionID string
 		s.unpin(root)
 		s.mu.Unlock()
 		lease.Release()
-	}), nil
+	})
 }
 
 // rootKey is the key of the top-level session of k's tree.

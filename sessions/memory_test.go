@@ -38,3 +38,9 @@ func TestMemoryServiceLockerConformance(t *testing.T) {
 		return sessions.NewMemoryService(sessions.MemoryConfig{MaxSessions: 64})
 	})
 }
+
+func TestMemoryServiceQueueConformance(t *testing.T) {
+	sessiontest.RunQueue(t, func(t *testing.T) sessiontest.QueueLocker {
+		return sessions.NewMemoryService(sessions.MemoryConfig{MaxSessions: 64})
+	})
+}

@@ -150,6 +150,10 @@ type VirtualModel struct {
 	// goes away: cancel (default) or continue (it runs to its end, its
 	// events kept for a client to re-attach).
 	OnDisconnect string `yaml:"on_disconnect"`
+	// Multitask is what a turn sent while the session has a run going
+	// does by default: reject (default), enqueue or interrupt (see
+	// Multitask).
+	Multitask Multitask `yaml:"multitask"`
 	// ClientInstructions is what becomes of a client's system and
 	// developer messages (and instructions): ignore (default) or append
 	// (to the root agent's instruction).
@@ -159,6 +163,33 @@ type VirtualModel struct {
 	// Limits bounds each user's turns on this model, besides the global
 	// limits (the stricter applies); absent: none of its own.
 	Limits *limits.Limits `yaml:"limits"`
+}
+
+// Multitask is what a new turn on a session that has a run going does
+// (double texting).
+type Multitask string
+
+// The multitask strategies.
+const (
+	// MultitaskReject refuses the turn (once the session stayed busy for
+	// the wait the caller allows).
+	MultitaskReject Multitask = "reject"
+	// MultitaskEnqueue runs the turn after those going or waiting, in the
+	// order they came.
+	MultitaskEnqueue Multitask = "enqueue"
+	// MultitaskInterrupt cancels the runs going or waiting, then runs the
+	// turn.
+	MultitaskInterrupt Multitask = "interrupt"
+)
+
+// ParseMultitask reads a strategy's name; ok is false for anything else
+// (the empty string included).
+func ParseMultitask(name string) (m Multitask, ok bool) {
+	switch m := Multitask(name); m {
+	case MultitaskReject, MultitaskEnqueue, MultitaskInterrupt:
+		return m, true
+	}
+	return "", false
 }
 
 // CompactionSpec is a virtual model's session compaction: every Interval
@@ -209,6 +240,9 @@ type App struct {
 	// ContinueOnDisconnect keeps a streamed native run going when its
 	// client goes away (on_disconnect: continue).
 	ContinueOnDisconnect bool
+	// Multitask is what a turn sent while its session has a run going does
+	// (double texting), unless the request chooses; never empty.
+	Multitask Multitask
 	// AppendClientInstructions appends a client's system text to the root
 	// agent's instruction (client_instructions: append).
 	AppendClientInstructions bool
@@ -289,6 +323,13 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		default:
 			b.errf("%s.on_disconnect: must be cancel or continue, not %q", key, m.OnDisconnect)
 		}
+		multitask, ok := ParseMultitask(string(m.Multitask))
+		switch {
+		case m.Multitask == "":
+			multitask = MultitaskReject
+		case !ok:
+			b.errf("%s.multitask: must be reject, enqueue or interrupt, not %q", key, m.Multitask)
+		}
 		if err := m.Limits.Validate(key + ".limits"); err != nil {
 			b.errs = append(b.errs, err)
 		}
@@ -302,7 +343,7 @@ func Build(set Set, opts BuildOptions) (*Catalog, error) {
 		}
 		app := &App{ID: m.ID, Description: m.Description, Root: root, RouteToRoot: m.RouteNextTurn == "root",
 			StreamSubAgents: m.StreamSubAgents, ClientActions: b.clientActions(m.Agent),
-			AppendClientInstructions: m.ClientInstructions == "append", ContinueOnDisconnect: m.OnDisconnect == "continue", Limits: m.Limits.Values()}
+			AppendClientInstructions: m.ClientInstructions == "append", ContinueOnDisconnect: m.OnDisconnect == "continue", Multitask: multitask, Limits: m.Limits.Values()}
 		if app.Description == "" {
 			app.Description = root.Description()
 		}

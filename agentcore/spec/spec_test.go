@@ -156,3 +156,35 @@ func TestOnDisconnectValues(t *testing.T) {
 		t.Errorf("on_disconnect: linger: %v", err)
 	}
 }
+
+// models[].multitask: reject when absent, the value when valid, and an
+// error naming the key otherwise.
+func TestMultitaskValues(t *testing.T) {
+	for _, tc := range []struct {
+		value spec.Multitask
+		want  spec.Multitask
+		err   string
+	}{
+		{"", spec.MultitaskReject, ""},
+		{"reject", spec.MultitaskReject, ""},
+		{"enqueue", spec.MultitaskEnqueue, ""},
+		{"interrupt", spec.MultitaskInterrupt, ""},
+		{"rollback", "", `models[0].multitask: must be reject, enqueue or interrupt, not "rollback"`},
+	} {
+		cat, err := spec.Build(spec.Set{
+			Providers: []spec.Provider{demoProvider},
+			Agents:    []spec.Agent{{Name: "a", Model: "demo/m"}},
+			Models:    []spec.VirtualModel{{ID: "m", Agent: "a", Multitask: tc.value}},
+		}, spec.BuildOptions{})
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("multitask %q: err = %v, want %q", tc.value, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("multitask %q: %v", tc.value, err)
+		case cat.App("m").Multitask != tc.want:
+			t.Errorf("multitask %q: the app's is %q, want %q", tc.value, cat.App("m").Multitask, tc.want)
+		}
+	}
+}

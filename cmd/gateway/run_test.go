@@ -19,7 +19,8 @@ agents:
   - {name: billing, model: demo/x}
   - {name: other, model: demo/x, sub_agents: [biling]}
   - {name: broken, model: nowhere/x}
-models: [{id: desk, agent: desk}]
+models: [{id: desk, agent: desk, multitask: queue}]
+sessions: {max_queued: -2}
 `
 	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
@@ -29,7 +30,21 @@ models: [{id: desk, agent: desk}]
 	if code != 2 {
 		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{`agents[2].sub_agents: unknown agent "biling"`, `agents[3].model: unknown provider "nowhere"`} {
+	for _, want := range []string{`sessions.max_queued: must not be negative`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// The trees are checked once the file's sections are valid.
+	if err := os.WriteFile(path, []byte(strings.Replace(bad, "sessions: {max_queued: -2}\n", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-config", path}, lookupFrom(nil), &stdout, &stderr, nil); code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{`agents[2].sub_agents: unknown agent "biling"`, `agents[3].model: unknown provider "nowhere"`,
+		`models[0].multitask: must be reject, enqueue or interrupt, not "queue"`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}

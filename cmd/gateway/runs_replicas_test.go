@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,10 +20,14 @@ import (
 // holds the call until release (then "b" and the end) or until the
 // gateway aborts it; a call that is not streamed is held the same way,
 // then answered "ab". Each call sends on started, and on aborted when it
-// was aborted (up to 16 calls).
+// was aborted (up to 16 calls). It records the messages of each call, in
+// the order the calls came.
 type heldUpstream struct {
 	started, aborted chan struct{}
 	release          chan struct{}
+
+	mu    sync.Mutex
+	calls [][]string // per call, its messages as "<role>:<content>"
 }
 
 func newHeldUpstream() *heldUpstream {
@@ -30,8 +35,18 @@ func newHeldUpstream() *heldUpstream {
 }
 
 func (u *heldUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct{ Stream bool }
+	var req struct {
+		Stream   bool
+		Messages []struct{ Role, Content string }
+	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
+	var msgs []string
+	for _, m := range req.Messages {
+		msgs = append(msgs, m.Role+":"+m.Content)
+	}
+	u.mu.Lock()
+	u.calls = append(u.calls, msgs)
+	u.mu.Unlock()
 	chunk := func(delta map[string]any, finish any) {
 		b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
@@ -155,11 +170,23 @@ func mustRead(t *testing.T, method, url, body string, want int, header ...string
 	return string(b)
 }
 
-// startRun posts a streamed run on base and returns its stream, read up
-// to its first frame, and the run's invocation id.
+// turnBody is the body of a streamed run of user u1 on session with text;
+// extra adds fields (",\"k\":v").
+func turnBody(session, text, extra string) string {
+	return `{"appName":"desk","userId":"u1","sessionId":"` + session + `","streaming":true,"newMessage":{"parts":[{"text":"` + text + `"}]}` + extra + `}`
+}
+
+// startRun posts a streamed run (of "hi" on s1) on base and returns its
+// stream, read up to its first frame, and the run's invocation id.
 func startRun(t *testing.T, base, extra string) (*http.Response, *bufio.Reader, string) {
 	t.Helper()
-	body := `{"appName":"desk","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"hi"}]}` + extra + `}`
+	return startTurn(t, base, turnBody("s1", "hi", extra))
+}
+
+// startTurn posts a streamed run with body on base and returns its stream,
+// read up to its first frame, and the run's invocation id.
+func startTurn(t *testing.T, base, body string) (*http.Response, *bufio.Reader, string) {
+	t.Helper()
 	resp, err := do(t, http.MethodPost, base+"/run_sse", body)
 	if err != nil {
 		t.Fatal(err)
@@ -180,17 +207,27 @@ func startRun(t *testing.T, base, extra string) (*http.Response, *bufio.Reader, 
 // waitStatus polls base's runs list until run inv has status.
 func waitStatus(t *testing.T, base, inv, status string) {
 	t.Helper()
+	waitRuns(t, base, "s1", func(list []listedRun) bool {
+		return slices.Contains(list, listedRun{inv, status})
+	})
+}
+
+// listedRun is a run as the runs list shows it.
+type listedRun struct{ InvocationID, Status string }
+
+// waitRuns polls base's list of session's runs until done says so, and
+// returns it.
+func waitRuns(t *testing.T, base, session string, done func([]listedRun) bool) []listedRun {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var list []struct{ InvocationID, Status string }
-		_ = json.Unmarshal([]byte(mustRead(t, http.MethodGet, base+"/apps/desk/users/u1/sessions/s1/runs", "", 200)), &list)
-		if slices.ContainsFunc(list, func(r struct{ InvocationID, Status string }) bool {
-			return r.InvocationID == inv && r.Status == status
-		}) {
-			return
+		var list []listedRun
+		_ = json.Unmarshal([]byte(mustRead(t, http.MethodGet, base+"/apps/desk/users/u1/sessions/"+session+"/runs", "", 200)), &list)
+		if done(list) {
+			return list
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s never %s: %v", inv, status, list)
+			t.Fatalf("the runs of %s on %s: %v", session, base, list)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -50,4 +51,37 @@ func TestLeaseExpiresWhenHolderDies(t *testing.T) {
 		t.Fatalf("Acquire after a stale release: err = %v, want ErrConflict", err)
 	}
 	release.Release()
+}
+
+// A waiter whose replica dies stops polling and leaves the line after
+// lineAlive: the one behind it gets the lease, and the lease is busy for
+// Acquire until then (the line's marker).
+func TestLineDropsWaiterThatStopsPolling(t *testing.T) {
+	cfg, holder, other, lease := heldByReplica(t, 600*time.Millisecond)
+	dead := newStore(t, cfg)
+	if _, err := dead.Join(t.Context(), "app", "u", "s1", 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = dead.Close() // never polls, never leaves
+	next, err := other.Join(t.Context(), "app", "u", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Leave()
+	lease.Release()
+	if _, err := holder.Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("Acquire with waiters in line: err = %v, want ErrConflict", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got, err := next.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire behind a waiter that died: %v", err)
+	}
+	got.Release()
+	again, err := holder.Acquire(t.Context(), "app", "u", "s1", 0)
+	if err != nil {
+		t.Fatalf("Acquire once the line is empty: %v", err)
+	}
+	again.Release()
 }

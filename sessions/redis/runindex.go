@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -15,9 +16,9 @@ import (
 // RunIndex is a runs.Index in Redis: a session's runs are the HASH
 // "<prefix>{app|user}:runs:<session>" (invocation id -> the run's status
 // and times as JSON), expiring the retention of its latest write later;
-// a cancel is a message (the run's id) on the channel
-// "<prefix>runs:cancel", which every replica's registry listens to. See
-// docs/sessions.md.
+// a cancel is a message on the channel "<prefix>runs:cancel", which every
+// replica's registry listens to: the run's id, or the JSON of a session's
+// cancel (see sessionCancel). See docs/sessions.md.
 type RunIndex struct{ s *Store }
 
 var _ runs.Index = (*RunIndex)(nil)
@@ -103,19 +104,47 @@ func (x *RunIndex) List(ctx context.Context, app, user, session string) ([]runs.
 	return out, nil
 }
 
-// Cancel implements runs.Index: it publishes the run's id.
-func (x *RunIndex) Cancel(ctx context.Context, id string) error {
-	if err := x.s.client.Publish(ctx, x.channel(), id).Err(); err != nil {
+// sessionCancel is the message of a cancel of a session's runs
+// (runs.CancelRequest without an ID).
+type sessionCancel struct {
+	App     string `json:"app"`
+	User    string `json:"user"`
+	Session string `json:"session"`
+	Before  int64  `json:"before,omitempty"`
+}
+
+// Cancel implements runs.Index: it publishes the run's id, or a session's
+// cancel as JSON.
+func (x *RunIndex) Cancel(ctx context.Context, req runs.CancelRequest) error {
+	msg := req.ID
+	if msg == "" {
+		b, err := json.Marshal(sessionCancel{App: req.App, User: req.User, Session: req.Session, Before: req.Before})
+		if err != nil {
+			return err
+		}
+		msg = string(b)
+	}
+	if err := x.s.client.Publish(ctx, x.channel(), msg).Err(); err != nil {
 		return x.s.fail(ctx, "run cancel", err)
 	}
 	return nil
 }
 
-// Cancels implements runs.Index: the ids published on the channel, while
-// subscribed (go-redis resubscribes after a lost connection; a cancel
-// published meanwhile is missed).
-func (x *RunIndex) Cancels(ctx context.Context) iter.Seq[string] {
-	return func(yield func(string) bool) {
+// decodeCancel reads a message of the cancel channel: a session's cancel
+// (JSON naming a session), else a run's id.
+func decodeCancel(msg string) runs.CancelRequest {
+	var sc sessionCancel
+	if strings.HasPrefix(msg, "{") && json.Unmarshal([]byte(msg), &sc) == nil && sc.Session != "" {
+		return runs.CancelRequest{App: sc.App, User: sc.User, Session: sc.Session, Before: sc.Before}
+	}
+	return runs.CancelRequest{ID: msg}
+}
+
+// Cancels implements runs.Index: the cancels published on the channel,
+// while subscribed (go-redis resubscribes after a lost connection; a
+// cancel published meanwhile is missed).
+func (x *RunIndex) Cancels(ctx context.Context) iter.Seq[runs.CancelRequest] {
+	return func(yield func(runs.CancelRequest) bool) {
 		sub := x.s.client.Subscribe(ctx, x.channel())
 		defer sub.Close()
 		// A read blocked on the connection ends when it is closed.
@@ -135,7 +164,7 @@ func (x *RunIndex) Cancels(ctx context.Context) iter.Seq[string] {
 				}
 				continue
 			}
-			if !yield(msg.Payload) {
+			if !yield(decodeCancel(msg.Payload)) {
 				return
 			}
 		}

@@ -176,29 +176,40 @@ func TestRunIndex(t *testing.T) {
 	}
 
 	listenCtx, stop := context.WithCancel(ctx)
-	heard := make(chan string, 1)
+	heard := make(chan runs.CancelRequest, 4)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for id := range x2.Cancels(listenCtx) {
-			heard <- id
+		for req := range x2.Cancels(listenCtx) {
+			select {
+			case heard <- req:
+			case <-listenCtx.Done():
+			}
 		}
 	}()
 	// The subscription starts on the listener's goroutine: publish until
-	// it is heard.
+	// it is heard. A run's cancel travels as its id, a session's as JSON.
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for got := ""; got == ""; {
-		if err := x1.Cancel(ctx, "inv-2"); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case got = <-heard:
-			if got != "inv-2" {
-				t.Errorf("heard cancel of %q", got)
+	var prev runs.CancelRequest
+	for _, want := range []runs.CancelRequest{{ID: "inv-2"}, {App: "app", User: "u", Session: "s", Before: 7}, {ID: `{"not":"a session"}`}} {
+		for heardIt := false; !heardIt; {
+			if err := x1.Cancel(ctx, want); err != nil {
+				t.Fatal(err)
 			}
-		case <-tick.C:
+			select {
+			case got := <-heard:
+				switch got {
+				case want:
+					heardIt = true
+				case prev: // a repeat of the previous one, published before it was heard
+				default:
+					t.Fatalf("heard %+v, want %+v", got, want)
+				}
+			case <-tick.C:
+			}
 		}
+		prev = want
 	}
 	stop()
 	<-done // the listener returns once its context ended

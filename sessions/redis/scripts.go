@@ -44,6 +44,57 @@ local function touch(ttl, base, root, tree, index, user)
 end
 `
 
+// lineLib is what the scripts of a session's lease and line share. A
+// session's line is the ZSET line:<id> (ticket token -> its Seq) and the
+// ZSET waiting:<id> (token -> the time, in ms of the server's clock, by
+// which its waiter must poll again, else it is dropped from the line).
+// While the line is not empty a released lease is not deleted but set to
+// the marker "line" (keeping the lease's expiry): the open script and SET
+// NX find it busy, and only the line's first ticket takes it.
+const lineLib = `
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- lineOf is the line of the lease lock "<prefix>{<app>|<user>}:lock:<id>":
+-- the prefix has no braces and app and user are escaped, so the first
+-- "}:lock:" ends the hash tag.
+local function lineOf(lock)
+  local i = string.find(lock, '}:lock:', 1, true)
+  return string.sub(lock, 1, i + 1) .. 'line:' .. string.sub(lock, i + 7)
+end
+
+-- free releases the lease lock: to the line when it has waiters.
+local function free(lock)
+  if redis.call('ZCARD', lineOf(lock)) > 0 then
+    redis.call('SET', lock, 'line', 'KEEPTTL')
+  else
+    redis.call('DEL', lock)
+  end
+end
+
+-- evict drops the waiters that stopped polling, and the marker of a
+-- line left empty.
+local function evict(lock, line, waiting, now)
+  for _, tok in ipairs(redis.call('ZRANGE', line, 0, -1)) do
+    local by = redis.call('ZSCORE', waiting, tok)
+    if not by or tonumber(by) <= now then
+      redis.call('ZREM', line, tok)
+      redis.call('ZREM', waiting, tok)
+    end
+  end
+  if redis.call('ZCARD', line) == 0 and redis.call('GET', lock) == 'line' then redis.call('DEL', lock) end
+end
+
+-- alive moves a waiter's deadline, and the line's expiry, to now + ms.
+local function alive(line, waiting, tok, now, ms)
+  redis.call('ZADD', waiting, now + ms, tok)
+  redis.call('PEXPIRE', line, ms)
+  redis.call('PEXPIRE', waiting, ms)
+end
+`
+
 // openScript reads a session, and may take its run lease first and create
 // it when it is missing, in one step. KEYS meta [app]; ARGV base id root
 // token lockMillis mode nowMicros ttlMillis since recent, then, in mode
@@ -124,11 +175,12 @@ return out
 // one step, unless lastEventID (the id of the batch's last event) is
 // already the session's last event: a retried append whose first reply
 // was lost, which stored the whole batch. Then, with a non-empty token, it
-// deletes the lease lock:<id> if that token holds it. Returns {status,
+// releases the lease lock:<id> (see lineLib's free) if that token holds
+// it. Returns {status,
 // released}: status 0 when the session does not exist (nothing is done,
 // the lease is left), 1 when appended, 2 for a retry; released 1 when the
 // lease was deleted.
-var appendScript = goredis.NewScript(luaLib + `
+var appendScript = goredis.NewScript(luaLib + lineLib + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local base, id, root, ttl, lastid, n, comp, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local status = 2
@@ -152,7 +204,7 @@ local released = 0
 if token ~= '' then
   local lock = base .. 'lock:' .. id
   if redis.call('GET', lock) == token then
-    redis.call('DEL', lock)
+    free(lock)
     released = 1
   end
 end
@@ -214,9 +266,75 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
-// releaseScript: KEYS lock; ARGV token. Deletes the lease only while token
-// still holds it.
-var releaseScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+// releaseScript: KEYS lock; ARGV token. Releases the lease (see lineLib's
+// free) only while token still holds it.
+var releaseScript = goredis.NewScript(lineLib + `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  free(KEYS[1])
+  return 1
+end
 return 0
+`)
+
+// joinScript: KEYS lock line waiting seq; ARGV token max aliveMillis
+// seqMillis. Puts token at the end of the line, numbered by the counter
+// seq (kept seqMillis after its last use), unless max (> 0) waiters are in
+// it. Returns the ticket's Seq, or -1 when the line is full.
+var joinScript = goredis.NewScript(lineLib + `
+local now = nowMs()
+evict(KEYS[1], KEYS[2], KEYS[3], now)
+local max = tonumber(ARGV[2])
+if max > 0 and redis.call('ZCARD', KEYS[2]) >= max then return -1 end
+local seq = redis.call('INCR', KEYS[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+alive(KEYS[2], KEYS[3], ARGV[1], now, tonumber(ARGV[3]))
+return seq
+`)
+
+// takeScript: KEYS lock line waiting; ARGV token lockMillis aliveMillis.
+// One poll of a ticket: it takes the lease (as Acquire's SET, with
+// lockMillis) when it is first in line and the lease is free or the
+// line's marker, and leaves the line. Returns 1 when token holds the lease
+// (also when a retried call took it already), 0 when it must wait, -1 when
+// it is no longer in line (dropped by a later ticket's DropAhead, or it
+// stopped polling for aliveMillis).
+var takeScript = goredis.NewScript(lineLib + `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+local now = nowMs()
+evict(KEYS[1], KEYS[2], KEYS[3], now)
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return -1 end
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+local cur = redis.call('GET', KEYS[1])
+if head ~= ARGV[1] or (cur and cur ~= 'line') then
+  alive(KEYS[2], KEYS[3], ARGV[1], now, tonumber(ARGV[3]))
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 1
+`)
+
+// dropAheadScript: KEYS line waiting; ARGV token. Takes the tokens ahead
+// of token out of the line (their next poll finds them out of it).
+// Returns how many, or -1 when token is not in the line.
+var dropAheadScript = goredis.NewScript(`
+local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not mine then return -1 end
+local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. mine)
+for _, tok in ipairs(ahead) do
+  redis.call('ZREM', KEYS[1], tok)
+  redis.call('ZREM', KEYS[2], tok)
+end
+return #ahead
+`)
+
+// leaveScript: KEYS lock line waiting; ARGV token. Takes token out of the
+// line; the marker goes with the line's last waiter.
+var leaveScript = goredis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == 'line' then redis.call('DEL', KEYS[1]) end
+return 1
 `)

@@ -80,6 +80,11 @@ func TestClusterConformance(t *testing.T) {
 			return newStore(t, Config{URL: url, TTL: time.Hour})
 		})
 	})
+	t.Run("Queue", func(t *testing.T) {
+		sessiontest.RunQueue(t, func(t *testing.T) sessiontest.QueueLocker {
+			return newStore(t, Config{URL: url, TTL: time.Hour})
+		})
+	})
 	t.Run("RoundTrips", func(t *testing.T) {
 		// The app: hash lives on its own node: an app: delta costs a second trip.
 		checkRoundTrips(t, newStore(t, Config{URL: url, TTL: time.Hour}), 2)
@@ -148,4 +153,11 @@ func TestEventLayouts(t *testing.T) {
 			t.Errorf("event %d reads back as\n%s\nwant\n%s", i, g, w)
 		}
 	}
+}
+
+func TestQueueConformance(t *testing.T) {
+	srv := startServer(t)
+	sessiontest.RunQueue(t, func(t *testing.T) sessiontest.QueueLocker {
+		return newStore(t, Config{URL: srv.URL(""), TTL: time.Hour})
+	})
 }
