@@ -47,6 +47,26 @@ func checkAppendJSON(t *testing.T, name string, e *Event) {
 	if m, err := json.Marshal(e); err != nil || string(m) != string(want) {
 		t.Errorf("%s: json.Marshal\n got %s (%v)\nwant %s", name, m, err, want)
 	}
+	checkPacked(t, name, e, want)
+}
+
+// checkPacked: an event that packs unpacks to the same JSON (want).
+func checkPacked(t *testing.T, name string, e *Event, want []byte) {
+	t.Helper()
+	packed, ok := e.AppendPacked([]byte("prefix"))
+	if !ok {
+		if string(packed) != "prefix" {
+			t.Errorf("%s: AppendPacked wrote %q and refused", name, packed)
+		}
+		return
+	}
+	got, err := UnpackEvent(packed[len("prefix"):])
+	if err != nil {
+		t.Fatalf("%s: UnpackEvent: %v", name, err)
+	}
+	if j, err := json.Marshal(got); err != nil || string(j) != string(want) {
+		t.Errorf("%s: unpacked\n got %s (%v)\nwant %s", name, j, err, want)
+	}
 }
 
 // The events a run streams, and odd ones, encode as reflection does.
@@ -96,6 +116,13 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 	for i, e := range events {
 		checkAppendJSON(t, fmt.Sprint("event ", i), e)
 	}
+	// Text events pack; those with long-running calls do not (the rest
+	// are checked to unpack as they were if they do).
+	for i, e := range events[:2*len(strs)] {
+		if _, ok := e.AppendPacked(nil); ok != (i%2 == 0) {
+			t.Errorf("event %d packs: %v", i, ok)
+		}
+	}
 	// What json.Marshal cannot encode fails as it did.
 	for _, e := range []*Event{
 		{CustomMetadata: map[string]any{"c": make(chan int)}},
@@ -138,6 +165,28 @@ func TestAppendJSONEveryField(t *testing.T) {
 			checkAppendJSON(t, typ.Name()+"."+f.Name, e)
 		}
 	}
+}
+
+// UnpackEvent fails on what AppendPacked did not write, and never panics.
+func FuzzUnpackEvent(f *testing.F) {
+	ev := &Event{ID: "e1", InvocationID: "inv", Author: "a", Branch: "b", Partial: true, Timestamp: time.Unix(1, 2000),
+		Content: &genai.Content{Role: "model", Parts: []*genai.Part{{Text: "hi"}, {Text: "th", Thought: true}}}}
+	packed, _ := ev.AppendPacked(nil)
+	f.Add(packed)
+	f.Add([]byte{})
+	f.Add([]byte{packContent, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := UnpackEvent(b)
+		if err != nil {
+			return
+		}
+		// What unpacks packs back to the same JSON.
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPacked(t, "fuzzed", e, want)
+	})
 }
 
 // setNonZero gives v a value that is not its zero value and that JSON can
@@ -206,6 +255,13 @@ func BenchmarkEventJSON(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
 			buf, _ = ev.AppendJSON(buf[:0])
+		}
+	})
+	b.Run("pack", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = ev.AppendPacked(buf[:0])
 		}
 	})
 	b.Run("reflect", func(b *testing.B) {
