@@ -135,12 +135,13 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 	}
 }
 
-// Each field of an event, of its actions, of its content and of a part,
-// set alone, encodes as reflection does: a field that a new version of
-// genai adds to Part is not dropped by the text-only shortcut unnoticed.
+// Each field of an event, of its actions, of its content, of a part and
+// of its usage, set alone, encodes as reflection does and unpacks to the
+// same JSON: a field that a new version of genai adds to Part or to the
+// usage is not dropped by the shortcuts unnoticed.
 func TestAppendJSONEveryField(t *testing.T) {
 	for _, typ := range []reflect.Type{reflect.TypeFor[Event](), reflect.TypeFor[EventActions](), reflect.TypeFor[genai.Content](),
-		reflect.TypeFor[genai.Part]()} {
+		reflect.TypeFor[genai.Part](), reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]()} {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
 			if !f.IsExported() || f.Tag.Get("json") == "-" {
@@ -156,6 +157,9 @@ func TestAppendJSONEveryField(t *testing.T) {
 			case reflect.TypeFor[genai.Content]():
 				e.Content = &genai.Content{}
 				target = reflect.ValueOf(e.Content).Elem()
+			case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
+				e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
+				target = reflect.ValueOf(e.UsageMetadata).Elem()
 			default:
 				p := &genai.Part{}
 				e.Content = &genai.Content{Parts: []*genai.Part{p}}

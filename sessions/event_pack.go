@@ -10,8 +10,9 @@ import (
 
 // AppendPacked appends e to b in a compact binary form, when e is a plain
 // text event: ids, author, branch, timestamp, the partial and turnComplete
-// flags, finish reason, model version, error code and message, and content
-// of text parts alone (with their thought flag), with nothing else set. Those are most of what a run streams (a delta each),
+// flags, finish reason, model version, error code and message, content of
+// text parts alone (with their thought flag), and usage of token counts
+// alone, with nothing else set. Those are most of what a run streams (a delta each),
 // and they pack into about a third of their JSON. It reports whether it
 // packed e; b is unchanged when not. UnpackEvent reads the form back; it
 // lives in memory only and is not kept across versions.
@@ -32,6 +33,9 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 	if !e.Timestamp.IsZero() {
 		flags |= packTimestamp
 	}
+	if e.UsageMetadata != nil {
+		flags |= packUsage
+	}
 	b = append(b, flags)
 	for _, s := range []string{e.ID, e.InvocationID, e.Author, e.Branch, string(e.FinishReason), e.ModelVersion, e.ErrorCode,
 		e.ErrorMessage} {
@@ -51,6 +55,12 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 			b = appendPackedString(append(b, thought), p.Text)
 		}
 	}
+	if u := e.UsageMetadata; u != nil {
+		for _, n := range []int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
+			u.ThoughtsTokenCount, u.ToolUsePromptTokenCount} {
+			b = binary.AppendUvarint(b, uint64(uint32(n)))
+		}
+	}
 	return b, true
 }
 
@@ -60,6 +70,7 @@ const (
 	packTurnComplete
 	packContent
 	packTimestamp
+	packUsage
 )
 
 // packable reports whether AppendPacked can pack e: nothing set but the
@@ -67,7 +78,11 @@ const (
 // which set each field in turn.
 func (e *Event) packable() bool {
 	a := &e.Actions
-	if e.UsageMetadata != nil || len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || len(a.RequestedAuthConfigs) > 0 ||
+	if u := e.UsageMetadata; u != nil && (len(u.CacheTokensDetails) > 0 || len(u.CandidatesTokensDetails) > 0 ||
+		len(u.PromptTokensDetails) > 0 || len(u.ToolUsePromptTokensDetails) > 0 || u.TrafficType != "") {
+		return false
+	}
+	if len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || len(a.RequestedAuthConfigs) > 0 ||
 		len(a.RequestedToolConfirmations) > 0 || a.TransferToAgent != "" || a.Escalate || a.SkipSummarization ||
 		a.Compaction != nil || len(e.LongRunningToolIDs) > 0 || len(e.CustomMetadata) > 0 {
 		return false
@@ -113,6 +128,14 @@ func UnpackEvent(b []byte) (*Event, error) {
 		} else if n > 0 {
 			r.bad = true
 		}
+	}
+	if flags&packUsage != 0 {
+		u := &genai.GenerateContentResponseUsageMetadata{}
+		for _, n := range []*int32{&u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.CachedContentTokenCount,
+			&u.ThoughtsTokenCount, &u.ToolUsePromptTokenCount} {
+			*n = int32(uint32(r.uvarint()))
+		}
+		e.UsageMetadata = u
 	}
 	if r.bad || len(r.b) > 0 {
 		return nil, errPacked
