@@ -26,7 +26,8 @@ bench:
 FUZZTIME ?= 20s
 FUZZ_TARGETS = \
 	./gateway/openaiwire:FuzzDecodeRequest \
-	./gateway/openaiwire:FuzzAppendString \
+	./internal/jsonenc:FuzzAppendString \
+	./internal/jsonenc:FuzzAppendFloat \
 	./gateway:FuzzChatCompletionsBody \
 	./gateway:FuzzNativeRunBody \
 	./gateway:FuzzA2ARequestBody \

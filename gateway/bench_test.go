@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
@@ -237,28 +240,98 @@ func BenchmarkChatTurn(b *testing.B) {
 			if tc.redis {
 				with = redisSessions(b, tc.runs)
 			}
-			gw := newBenchGateway(b, with)
-			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, tc.stream, tc.messages))
-			want := []byte(`"finish_reason":"stop"`)
-			i := 0
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			for b.Loop() {
-				i++
-				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				if !tc.stateless {
-					req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
-				}
-				w := httptest.NewRecorder()
-				gw.ServeHTTP(w, req)
-				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
-					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
-				}
-			}
-			// The process's CPU time (GC workers included) per turn: on a
-			// shared machine it varies less than ns/op.
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			chatTurns(b, newBenchGateway(b, with), tc.stream, tc.stateless, tc.messages)
 		})
 	}
+}
+
+// chatTurns runs b.N chat completions of messages (the JSON array's
+// elements) through gw, each on a session of its own unless stateless.
+// Beside ns/op it reports the process's CPU time per turn, and what each
+// turn left live on the heap once collected (objects and bytes: what
+// every later collection marks, the sessions and the run log kept).
+func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages string) {
+	b.Helper()
+	body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, stream, messages))
+	want := []byte(`"finish_reason":"stop"`)
+	i := 0
+	b.ReportAllocs()
+	before := liveHeap()
+	cpu0 := processCPU()
+	for b.Loop() {
+		i++
+		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if !stateless {
+			req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
+		}
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
+			b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+		}
+	}
+	// The process's CPU time (GC workers included) per turn: on a
+	// shared machine it varies less than ns/op.
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	after := liveHeap()
+	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/float64(b.N), "live-objs/op")
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "live-B/op")
+}
+
+// liveHeap is the heap once collected.
+func liveHeap() runtime.MemStats {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms
+}
+
+// BenchmarkChatTurnRunLog is BenchmarkChatTurn's turn on a new session,
+// with the sessions and the run log in memory or in Redis (redisSessions:
+// the store's run log and run index, as cmd/gateway wires them), and each
+// with its run log ("log") or with none ("nolog": a log that keeps
+// nothing), to show what logging a run's frames costs a client that stays
+// connected.
+func BenchmarkChatTurnRunLog(b *testing.B) {
+	const hello = `{"role":"user","content":"Hello, how are you?"}`
+	for _, store := range []string{"memory", "redis"} {
+		for _, stream := range []bool{false, true} {
+			for _, logged := range []bool{true, false} {
+				name := map[bool]string{false: "nonstream", true: "stream"}[stream] + "/" + store + "/" +
+					map[bool]string{true: "log", false: "nolog"}[logged]
+				b.Run(name, func(b *testing.B) {
+					with := func(*gateway.Config) {}
+					if store == "redis" {
+						with = redisSessions(b, true)
+					}
+					if !logged {
+						keep := with
+						with = func(c *gateway.Config) {
+							keep(c)
+							c.RunLog = noRunLog{}
+						}
+					}
+					chatTurns(b, newBenchGateway(b, with), stream, false, hello)
+				})
+			}
+		}
+	}
+}
+
+// noRunLog is a run log that keeps nothing.
+type noRunLog struct{}
+
+var _ runs.EventLog = noRunLog{}
+
+func (noRunLog) Open(context.Context, string) error { return nil }
+func (noRunLog) Append(context.Context, string, runs.Frame) (int64, error) {
+	return 0, nil
+}
+func (noRunLog) End(context.Context, string) error { return nil }
+func (noRunLog) Read(context.Context, string, int64, int) ([]runs.Frame, bool, error) {
+	return nil, false, runs.ErrNotFound
+}
+func (noRunLog) Follow(context.Context, string, int64) iter.Seq2[runs.Frame, error] {
+	return func(yield func(runs.Frame, error) bool) { yield(runs.Frame{}, runs.ErrNotFound) }
 }

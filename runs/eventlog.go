@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sync"
 	"time"
 
@@ -15,22 +16,36 @@ import (
 // Frame is one event in a run's log. Seq numbers a run's frames from 0 in
 // the order they were appended. A frame holds its event's JSON (Data), or,
 // appended by a surface that never marshals it, the event itself (Event):
-// JSON returns the wire form either way.
+// JSON returns the wire form either way, Decode the event. Frames read
+// from a log may hold either, whichever was appended (a log may keep an
+// event as its JSON): read them through JSON or Decode.
 type Frame struct {
 	Seq int64
-	// Data is the event in ADK's wire form, as a surface sent it.
+	// Data is the event in ADK's wire form, as a surface sent it. It is
+	// shared with the log: read it, never change it.
 	Data []byte
 	// Event is the event, when Data is nil.
 	Event *sessions.Event
 }
 
 // JSON returns the frame's event in ADK's wire form: Data, or Event
-// marshalled.
+// encoded.
 func (f Frame) JSON() ([]byte, error) {
 	if f.Data != nil {
 		return f.Data, nil
 	}
-	return json.Marshal(f.Event)
+	return f.AppendJSON(nil)
+}
+
+// AppendJSON appends the frame's event in ADK's wire form to b.
+func (f Frame) AppendJSON(b []byte) ([]byte, error) {
+	switch {
+	case f.Data != nil:
+		return append(b, f.Data...), nil
+	case f.Event == nil:
+		return append(b, "null"...), nil
+	}
+	return f.Event.AppendJSON(b)
 }
 
 // Decode returns the frame's event: Event, or Data unmarshalled (a log
@@ -127,8 +142,9 @@ type MemoryLogConfig struct {
 	// MaxEndedRuns bounds the ended logs kept (default
 	// DefaultMaxEndedRuns); beyond it the oldest ended go first.
 	MaxEndedRuns int
-	// MaxBytes bounds what every log together holds, roughly (Frame
-	// sizes: a frame's JSON, or an estimate of its event's; default
+	// MaxBytes bounds what every log together holds, roughly (a live
+	// run's frames count their JSON, or an estimate of their event's; an
+	// ended run's what they are encoded in and 4 bytes each; default
 	// DefaultMaxBytes): beyond it the oldest ended logs go first. Logs
 	// of live runs are never dropped (each is bounded by MaxFrames), so
 	// they alone may go over it.
@@ -156,17 +172,141 @@ type endedLog struct {
 	l   *memLog
 }
 
-// memLog is one run's frames: frames[i] has number first+i.
+// memLog is one run's frames: frame first+i is frames[i] while the run
+// goes on. Once it ended they are kept encoded, one after the other in
+// arena, frame first+i ending at ends[i]: two blocks that hold no pointer,
+// which the garbage collector does not scan, where the frames held an
+// event each (a dozen objects) or a slice. Neither changes once set.
 type memLog struct {
 	first   int64
 	frames  []Frame
-	bytes   int64 // the size of frames
+	arena   []byte
+	ends    []uint32
+	bytes   int64 // the size of frames, or of arena and ends
 	ended   bool
 	endedAt time.Time
 	// wake, when not nil, is closed at the next append or end (followers
 	// wait on it).
 	wake chan struct{}
 }
+
+// len is the number of frames the log holds.
+func (l *memLog) len() int {
+	if l.ends != nil {
+		return len(l.ends)
+	}
+	return len(l.frames)
+}
+
+// span returns frames [from, to) of the log (indexes in it).
+func (l *memLog) span(from, to int) frameSpan {
+	if l.ends == nil {
+		return frameSpan{frames: append([]Frame(nil), l.frames[from:to]...)}
+	}
+	start := 0
+	if from > 0 {
+		start = int(l.ends[from-1])
+	}
+	return frameSpan{first: l.first + int64(from), arena: l.arena, start: start, ends: l.ends[from:to]}
+}
+
+// frameSpan is frames read from a log: copied from a live one, or the part
+// of an ended one's arena they are encoded in (which never changes), to be
+// decoded without the log's lock.
+type frameSpan struct {
+	frames []Frame
+	// first is the number of the first frame in arena, which starts at
+	// start; ends are where each frame ends.
+	first int64
+	arena []byte
+	start int
+	ends  []uint32
+}
+
+func (s frameSpan) len() int { return len(s.frames) + len(s.ends) }
+
+// decode returns the span's frames.
+func (s frameSpan) decode() ([]Frame, error) {
+	if s.ends == nil {
+		return s.frames, nil
+	}
+	frames := make([]Frame, len(s.ends))
+	start := s.start
+	for i, e := range s.ends {
+		end := int(e)
+		f, err := decodeFrame(s.arena[start:end:end])
+		if err != nil {
+			return nil, fmt.Errorf("runs: frame %d: %w", s.first+int64(i), err)
+		}
+		f.Seq = s.first + int64(i)
+		frames[i], start = f, end
+	}
+	return frames, nil
+}
+
+// How a frame is encoded in an arena: a byte saying which, then the
+// frame's JSON, or its event packed (sessions.Event.AppendPacked, a
+// third of the JSON of a delta).
+const (
+	frameJSON byte = iota
+	framePacked
+)
+
+// encodeFrames returns frames encoded one after the other, and where each
+// ends.
+func encodeFrames(frames []Frame) (arena []byte, ends []uint32, err error) {
+	ends = make([]uint32, len(frames))
+	if len(frames) == 0 {
+		return nil, ends, nil
+	}
+	buf := arenaScratch.Get().(*[]byte)
+	b := (*buf)[:0]
+	defer func() {
+		if cap(b) <= maxScratch {
+			*buf = b[:0]
+			arenaScratch.Put(buf)
+		}
+	}()
+	for i, f := range frames {
+		packed := false
+		if f.Data == nil && f.Event != nil {
+			b, packed = f.Event.AppendPacked(append(b, framePacked))
+			if !packed {
+				b = b[:len(b)-1]
+			}
+		}
+		if !packed {
+			if b, err = f.AppendJSON(append(b, frameJSON)); err != nil {
+				return nil, nil, err
+			}
+		}
+		if len(b) > math.MaxUint32 {
+			return nil, nil, errors.New("runs: a run's frames take over 4 GiB")
+		}
+		ends[i] = uint32(len(b))
+	}
+	return append([]byte(nil), b...), ends, nil
+}
+
+// decodeFrame returns the frame encodeFrames wrote into b: its JSON (a
+// part of b), or its event unpacked.
+func decodeFrame(b []byte) (Frame, error) {
+	switch {
+	case len(b) > 0 && b[0] == frameJSON:
+		return Frame{Data: b[1:]}, nil
+	case len(b) > 0 && b[0] == framePacked:
+		ev, err := sessions.UnpackEvent(b[1:])
+		return Frame{Event: ev}, err
+	}
+	return Frame{}, errors.New("unknown encoding")
+}
+
+// arenaScratch holds the buffers frames are encoded in before they are
+// copied into an arena of their size; one grown past maxScratch (a run of
+// large frames) is left to the collector.
+var arenaScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 1 << 20
 
 // NewMemoryLog returns an empty log.
 func NewMemoryLog(cfg MemoryLogConfig) *MemoryLog {
@@ -223,6 +363,7 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 		return 0, ErrEnded
 	}
 	f.Seq = l.first + int64(len(l.frames))
+	f.Data = f.Data[:len(f.Data):len(f.Data)] // a reader's append copies it
 	l.frames = append(l.frames, f)
 	l.bytes += size
 	m.bytes += size
@@ -241,20 +382,36 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 }
 
 // End implements EventLog. Ending a log that does not exist starts an
-// empty, ended one (a run that produced no event).
+// empty, ended one (a run that produced no event). The frames are then
+// encoded into the log's arena (outside the lock: readers meanwhile read
+// them as they were); a frame whose event cannot be encoded keeps them as
+// they are.
 func (m *MemoryLog) End(ctx context.Context, run string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := m.logLocked(run)
 	if l.ended {
+		m.mu.Unlock()
 		return nil
 	}
 	l.ended, l.endedAt = true, m.cfg.Now()
 	m.ended = append(m.ended, endedLog{run, l})
 	l.wakeLocked()
+	frames := l.frames // no frame is appended to an ended log
+	m.mu.Unlock()
+	arena, ends, err := encodeFrames(frames)
+	if err != nil {
+		return nil
+	}
+	size := int64(len(arena) + 4*len(ends))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs[run] == l { // not dropped meanwhile
+		m.bytes += size - l.bytes
+	}
+	l.frames, l.arena, l.ends, l.bytes = nil, arena, ends, size
 	m.sweepLocked()
 	return nil
 }
@@ -272,41 +429,48 @@ func (m *MemoryLog) Read(ctx context.Context, run string, after int64, limit int
 		return nil, false, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.sweepLocked()
-	frames, ended, _, err := m.afterLocked(run, after, limit)
-	return frames, ended, err
+	span, ended, _, err := m.afterLocked(run, after, limit)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, false, err
+	}
+	frames, err := span.decode()
+	if err != nil {
+		return nil, false, err
+	}
+	return frames, ended, nil
 }
 
-// afterLocked copies the frames of run after cursor (at most limit when
+// afterLocked returns the frames of run after cursor (at most limit when
 // limit > 0); wake is the channel to wait on for more when there are none
 // and the log goes on.
-func (m *MemoryLog) afterLocked(run string, after int64, limit int) (frames []Frame, ended bool, wake <-chan struct{}, err error) {
+func (m *MemoryLog) afterLocked(run string, after int64, limit int) (span frameSpan, ended bool, wake <-chan struct{}, err error) {
 	l := m.logs[run]
 	if l == nil {
-		return nil, false, nil, ErrNotFound
+		return span, false, nil, ErrNotFound
 	}
-	next := l.first + int64(len(l.frames))
+	next := l.first + int64(l.len())
 	switch {
 	case after < -1:
-		return nil, false, nil, ErrCursor
+		return span, false, nil, ErrCursor
 	case after+1 < l.first:
-		return nil, false, nil, ErrTrimmed
+		return span, false, nil, ErrTrimmed
 	case after >= next:
-		return nil, false, nil, ErrCursor
+		return span, false, nil, ErrCursor
 	}
-	rest := l.frames[after+1-l.first:]
-	if limit > 0 && len(rest) > limit {
-		rest = rest[:limit]
+	from, to := int(after+1-l.first), l.len()
+	if limit > 0 && to-from > limit {
+		to = from + limit
 	}
-	frames = append([]Frame(nil), rest...)
-	if len(frames) == 0 && !l.ended {
+	span = l.span(from, to)
+	if span.len() == 0 && !l.ended {
 		if l.wake == nil {
 			l.wake = make(chan struct{})
 		}
 		wake = l.wake
 	}
-	return frames, l.ended && after+1+int64(len(frames)) >= next, wake, nil
+	return span, l.ended && after+1+int64(span.len()) >= next, wake, nil
 }
 
 // Follow implements EventLog. It holds no lock while it yields and starts
@@ -319,8 +483,12 @@ func (m *MemoryLog) Follow(ctx context.Context, run string, after int64) iter.Se
 				return
 			}
 			m.mu.Lock()
-			frames, ended, wake, err := m.afterLocked(run, after, 0)
+			span, ended, wake, err := m.afterLocked(run, after, 0)
 			m.mu.Unlock()
+			var frames []Frame
+			if err == nil {
+				frames, err = span.decode()
+			}
 			if err != nil {
 				yield(Frame{}, err)
 				return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -456,6 +457,135 @@ func TestMemoryLogReadAfterCursor(t *testing.T) {
 	}
 }
 
+// An ended log keeps its frames encoded: read after the end, they give
+// the JSON of what was appended (the events', or the JSON as given),
+// numbered as before, whatever the cursor and the limit.
+func TestMemoryLogEndedFrames(t *testing.T) {
+	ctx := context.Background()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxFrames: 3})
+	var want []string // the JSON of frames 2 to 4 (0 and 1 are trimmed)
+	for i := range 5 {
+		ev := textEvent("r", fmt.Sprint("<e", i, ">"))
+		f := runs.Frame{Event: ev}
+		switch i {
+		case 1, 3: // given as JSON
+			f = jsonFrame(t, ev)
+		case 4: // an event with more than text
+			ev.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 7}
+		}
+		if _, err := log.Append(ctx, "r", f); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, fmt.Sprintf("%d:%s", i, b))
+		}
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	read := func(after int64, limit int) ([]runs.Frame, []string, bool) {
+		t.Helper()
+		frames, ended, err := log.Read(ctx, "r", after, limit)
+		if err != nil {
+			t.Fatalf("Read(after %d, limit %d): %v", after, limit, err)
+		}
+		var got []string
+		for _, f := range frames {
+			b, err := f.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%d:%s", f.Seq, b))
+		}
+		return frames, got, ended
+	}
+	frames, got, ended := read(1, 0)
+	if d := cmp.Diff(want, got); d != "" || !ended {
+		t.Errorf("Read after the end, ended %v (-want +got):\n%s", ended, d)
+	}
+	if _, got, ended := read(2, 1); !cmp.Equal(want[1:2], got) || ended {
+		t.Errorf("Read(after 2, limit 1) = %v, ended %v", got, ended)
+	}
+	if _, _, err := log.Read(ctx, "r", 0, 0); !errors.Is(err, runs.ErrTrimmed) {
+		t.Errorf("a trimmed cursor after the end: %v", err)
+	}
+	if _, _, err := log.Read(ctx, "r", 5, 0); !errors.Is(err, runs.ErrCursor) {
+		t.Errorf("a cursor past the end: %v", err)
+	}
+	// A reader that appends to a frame's JSON does not write into the
+	// next frame's.
+	for _, f := range frames {
+		_ = append(f.Data, "garbage"...)
+	}
+	if _, again, _ := read(1, 0); !cmp.Equal(want, again) {
+		t.Errorf("frames changed by a reader's append: %v", again)
+	}
+	// Decode gives the events back.
+	for _, f := range frames {
+		ev, err := f.Decode()
+		if err != nil || !strings.HasPrefix(ev.Text(), "<e") || ev.InvocationID != "r" {
+			t.Errorf("Decode(frame %d) = %+v, %v", f.Seq, ev, err)
+		}
+	}
+	var last error
+	var seqs []int64
+	for f, err := range log.Follow(ctx, "r", 2) {
+		if err != nil {
+			last = err
+			break
+		}
+		seqs = append(seqs, f.Seq)
+	}
+	if last != nil || !cmp.Equal([]int64{3, 4}, seqs) {
+		t.Errorf("Follow of an ended log: %v %v", seqs, last)
+	}
+}
+
+// TestMemoryLogEndedRunsHoldFewObjects: what an ended run's log leaves on
+// the heap for every collection to mark is a few objects, not one set per
+// event (a streamed turn is dozens of events of a dozen objects each).
+func TestMemoryLogEndedRunsHoldFewObjects(t *testing.T) {
+	ctx := context.Background()
+	const runCount, frames = 1000, 20
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxBytes: 1 << 30})
+	ids := make([]string, runCount) // the ids are the test's: not counted
+	for i := range ids {
+		ids[i] = fmt.Sprint("e-", i)
+	}
+	before := liveObjects()
+	for _, id := range ids {
+		for i := range frames {
+			if _, err := log.Append(ctx, id, runs.Frame{Event: textEvent(id, fmt.Sprint("delta ", i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := log.End(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perRun := float64(liveObjects()-before) / runCount
+	// The log's entry, its arena and offsets, and the run's share of the
+	// map and of the list of ended logs.
+	if perRun > 8 {
+		t.Errorf("an ended run of %d frames leaves %.1f objects live, want at most 8", frames, perRun)
+	}
+	if frames, _, err := log.Read(ctx, ids[0], -1, 0); err != nil || len(frames) != 20 {
+		t.Fatalf("the oldest run: %d frames, %v", len(frames), err)
+	}
+	runtime.KeepAlive(log)
+}
+
+func liveObjects() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapObjects
+}
+
 func TestMemoryLogRetention(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -606,10 +736,12 @@ func TestMemoryLogBound(t *testing.T) {
 	})
 
 	t.Run("bytes", func(t *testing.T) {
-		// Each frame counts its JSON and a fixed overhead, under 200 bytes:
-		// three frames of 100 bytes fit in 600, four do not.
+		// A live log counts each frame's JSON and a fixed overhead, under
+		// 200 bytes for 100 of JSON; an ended one what its frames are
+		// encoded in and 4 bytes each: 105. A live frame and two ended fit
+		// in 450, a third ended does not.
 		data := []byte(`"` + strings.Repeat("x", 98) + `"`)
-		log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxBytes: 600})
+		log := runs.NewMemoryLog(runs.MemoryLogConfig{MaxBytes: 450})
 		if _, err := log.Append(ctx, "live", runs.Frame{Data: data}); err != nil {
 			t.Fatal(err)
 		}
@@ -622,14 +754,14 @@ func TestMemoryLogBound(t *testing.T) {
 		if d := cmp.Diff(all, kept(log, all...)); d != "" {
 			t.Errorf("under the bound (-want +got):\n%s", d)
 		}
-		appendEnd(log, "r2", data) // the fourth frame: r0 goes
+		appendEnd(log, "r2", data) // past the bound: r0 goes
 		all = append(all, "r2")
 		if d := cmp.Diff([]string{"live", "r1", "r2"}, kept(log, all...)); d != "" {
 			t.Errorf("past the bound (-want +got):\n%s", d)
 		}
 		// Live logs alone may go over it: appending to one drops the
 		// ended ones, oldest first, and never the live one.
-		for range 3 {
+		for range 4 {
 			if _, err := log.Append(ctx, "live", runs.Frame{Data: data}); err != nil {
 				t.Fatal(err)
 			}
@@ -637,10 +769,11 @@ func TestMemoryLogBound(t *testing.T) {
 		if d := cmp.Diff([]string{"live"}, kept(log, all...)); d != "" {
 			t.Errorf("live log over the bound (-want +got):\n%s", d)
 		}
-		if frames, _, err := log.Read(ctx, "live", -1, 0); err != nil || len(frames) != 4 {
-			t.Errorf("the live log holds %d frames (%v), want 4", len(frames), err)
+		if frames, _, err := log.Read(ctx, "live", -1, 0); err != nil || len(frames) != 5 {
+			t.Errorf("the live log holds %d frames (%v), want 5", len(frames), err)
 		}
-		// Once ended it goes too at the next sweep past the bound.
+		// Once ended (525 bytes) it goes too at the next sweep past the
+		// bound.
 		if err := log.End(ctx, "live"); err != nil {
 			t.Fatal(err)
 		}

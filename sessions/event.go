@@ -109,15 +109,9 @@ type eventJSON struct {
 }
 
 // MarshalJSON writes the ADK wire form: empty action maps as {}, a nil
-// longRunningToolIds as [], and the timestamp as float epoch seconds.
-func (e Event) MarshalJSON() ([]byte, error) {
-	a := eventAlias(e)
-	a.Actions = a.Actions.normalized()
-	if a.LongRunningToolIDs == nil {
-		a.LongRunningToolIDs = noToolIDs
-	}
-	return json.Marshal(eventJSON{eventAlias: &a, Timestamp: epochSeconds(e.Timestamp)})
-}
+// longRunningToolIds as [], and the timestamp as float epoch seconds (see
+// AppendJSON).
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 type actionsAlias EventActions
 
@@ -173,32 +167,6 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	e.Timestamp = fromEpoch(v.Timestamp)
 	return nil
-}
-
-// The empty values the wire form writes for nil ones: read only, by the
-// encoder, so shared rather than made for each event.
-var (
-	noState         = map[string]any{}
-	noArtifacts     = map[string]int64{}
-	noAuthConfigs   = map[string]any{}
-	noConfirmations = map[string]map[string]any{}
-	noToolIDs       = []string{}
-)
-
-func (a EventActions) normalized() EventActions {
-	if a.StateDelta == nil {
-		a.StateDelta = noState
-	}
-	if a.ArtifactDelta == nil {
-		a.ArtifactDelta = noArtifacts
-	}
-	if a.RequestedAuthConfigs == nil {
-		a.RequestedAuthConfigs = noAuthConfigs
-	}
-	if a.RequestedToolConfirmations == nil {
-		a.RequestedToolConfirmations = noConfirmations
-	}
-	return a
 }
 
 // epochSeconds renders t as float seconds with microsecond precision.

@@ -117,6 +117,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	defer closeStore()
+	mx, err := metrics.New(metrics.Config{Spec: cfg.Spec()})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
 	// The limits, run log and run index are shared by the replicas when
 	// the sessions are (Redis), else kept in this process (gateway.Config's
 	// defaults).
@@ -125,14 +130,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	var runIndex runs.Index
 	if rs, ok := store.(*sessionsredis.Store); ok {
 		limiter = rs.Limiter()
-		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention)})
+		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention),
+			Failed: func(run string, err error) {
+				mx.RunLogFailed()
+				log.Warn("run log: writing the frames of a run failed; they wait, and are tried again", "invocation_id", run, "err", err)
+			}})
 		runIndex = rs.RunIndex()
-	}
-
-	mx, err := metrics.New(metrics.Config{Spec: cfg.Spec()})
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
 	}
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, BodyReadTimeout: cfg.Server.BodyReadTimeout, WriteTimeout: cfg.Server.WriteTimeout,

@@ -63,6 +63,7 @@ type Metrics struct {
 
 	storeOps      *prometheus.CounterVec
 	storeDuration *prometheus.HistogramVec
+	runLogFailed  prometheus.Counter
 	// bounded are the stores that evict (see Sessions and Refs).
 	bounded boundedStores
 
@@ -142,9 +143,12 @@ func New(cfg Config) (*Metrics, error) {
 			[]string{"op", "outcome"}),
 		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "session_store_operation_duration_seconds",
 			Help: "Duration of session-store operations.", Buckets: fastBuckets}, []string{"op"}),
+		runLogFailed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "run_log_failures_total",
+			Help: "Runs whose frames could not be written to the shared run log (Redis), counted each time a run's writes start failing."}),
 	}
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.firstToken, m.openStreams, m.modelCalls,
 		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.transfers, m.compactions, m.refusals, m.storeOps, m.storeDuration,
+		m.runLogFailed,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_held",
 			Help: "Top-level sessions (each with its sub-conversations) held by the in-memory store, bounded by sessions.max_sessions."},
 			m.bounded.sum(func(st sessions.StoreStats) uint64 { return uint64(st.Sessions) }, true)),
@@ -303,6 +307,10 @@ func (m *Metrics) LimitRefused(limit, app string) {
 	}
 	m.refusals.WithLabelValues(limit, m.Model(app)).Inc()
 }
+
+// RunLogFailed counts a run whose frames could not be written to the
+// shared run log (sessions/redis RunLogConfig.Failed).
+func (m *Metrics) RunLogFailed() { m.runLogFailed.Inc() }
 
 // modelOutcome names how a model call ended: ok, canceled, or the
 // provider's error code.

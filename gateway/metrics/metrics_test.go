@@ -89,3 +89,26 @@ func TestClosedLabelSetsAndReload(t *testing.T) {
 		t.Error("a model added by a reload is still other")
 	}
 }
+
+// Each run whose frames the shared log could not write counts once.
+func TestRunLogFailures(t *testing.T) {
+	m, err := metrics.New(metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RunLogFailed()
+	m.RunLogFailed()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "agentgate_run_log_failures_total" {
+			if got := mf.GetMetric()[0].GetCounter().GetValue(); got != 2 {
+				t.Errorf("agentgate_run_log_failures_total = %v, want 2", got)
+			}
+			return
+		}
+	}
+	t.Error("no agentgate_run_log_failures_total")
+}

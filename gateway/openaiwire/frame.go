@@ -3,7 +3,8 @@ package openaiwire
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/agentgate/agentgate/internal/jsonenc"
 )
 
 // AppendChunkFrame appends c as one server-sent event, "data: <json>\n\n",
@@ -225,57 +226,6 @@ func appendUsage(b []byte, u *Usage) []byte {
 	return append(b, "}}"...)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString writes s as a JSON string exactly as encoding/json does
-// (with its default HTML escaping): \" \\ \b \f \n \r \t, other control
-// characters and < > & as \u00XX, invalid UTF-8 as \ufffd, U+2028 and
-// U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// (see jsonenc.AppendString).
+func appendString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }

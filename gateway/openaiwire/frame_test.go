@@ -46,18 +46,6 @@ func TestAppendChunkFrameMatchesMarshal(t *testing.T) {
 	}
 }
 
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a<b>&c", "\x00\u2028\xff", `"\`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
 func TestAppendCompletionMatchesMarshal(t *testing.T) {
 	str := func(s string) *string { return &s }
 	var comps []ChatCompletion

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -17,21 +18,45 @@ import (
 // RunLog is a runs.EventLog in Redis Streams, shared by every replica on
 // one Redis: a run's frames are the stream "<prefix>{run|<id>}:frames".
 // Its first entry, "0-1" {"o":""}, opens it; frame n is the entry "0-<n+2>"
-// {"d": <the frame's JSON>}; the entry {"e":""} ends it. Each append trims
+// {"d": <the frame's JSON>}; the entry {"e":""} ends it. Each write trims
 // the stream to its last MaxFrames entries (MAXLEN, exact) and sets it to
 // expire Retention later, so a log expires Retention after its last write,
 // ended or not (a replica that died mid-run leaves no log behind for
 // longer). See docs/sessions.md.
+//
+// The replica that runs a run is its log's only writer: it learns where
+// the stream stands when it opens it (one round trip), then numbers the
+// frames itself, so that Append answers at once, and writes them in
+// batches, one script each, in order: those appended within Linger of the
+// first one waiting (a timer then writes them), or at once when End, a
+// Read or Follow on this replica, or an Append beyond MaxPending needs
+// them (written on the caller's goroutine). A failed write keeps its
+// frames and is tried again with the next Append, Read or End; while the
+// last one failed an Append beyond MaxPending fails (that frame is not
+// logged and gets no number, so the log has no hole). End writes what is
+// left and the end, and waits for it. Every log this process opens or
+// appends to must be ended (the runs.Registry does): until then its
+// writer's state stays.
 type RunLog struct {
 	s         *Store
 	retention time.Duration
 	maxFrames int
 	// block is how long one XREAD of Follow waits before it checks its
 	// context again.
-	block time.Duration
+	block      time.Duration
+	maxPending int
+	linger     time.Duration
+	failed     func(run string, err error)
+
+	mu      sync.Mutex
+	writers map[string]*runWriter
 }
 
 var _ runs.EventLog = (*RunLog)(nil)
+
+// DefaultLinger is RunLogConfig.Linger's default: a streamed answer's
+// deltas, tens of milliseconds apart, are written a few at a time.
+const DefaultLinger = 20 * time.Millisecond
 
 // RunLogConfig configures a RunLog. Zero fields mean the defaults.
 type RunLogConfig struct {
@@ -41,6 +66,19 @@ type RunLogConfig struct {
 	// MaxFrames bounds each log (default 10,000); beyond it the oldest
 	// frames go.
 	MaxFrames int
+	// MaxPending bounds the frames of a run appended and not yet written
+	// (default 1,024).
+	MaxPending int
+	// Linger is how long a frame may wait for others to be written with
+	// (default DefaultLinger; negative: none, each is written as soon as
+	// the write before it is done). Followers on any replica see a frame
+	// that much later at most; End and a Read on this replica do not
+	// wait for it.
+	Linger time.Duration
+	// Failed, when set, is told when the writes of a run's frames start
+	// failing (the first failure after a write that succeeded, or the
+	// first write), by the run's flusher.
+	Failed func(run string, err error)
 }
 
 // RunLog returns the store's run log, on its client and key prefix.
@@ -51,76 +89,379 @@ func (s *Store) RunLog(cfg RunLogConfig) *RunLog {
 	if cfg.MaxFrames <= 0 {
 		cfg.MaxFrames = 10000
 	}
-	return &RunLog{s: s, retention: cfg.Retention, maxFrames: cfg.MaxFrames, block: time.Second}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 1024
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.Failed == nil {
+		cfg.Failed = func(string, error) {}
+	}
+	return &RunLog{s: s, retention: cfg.Retention, maxFrames: cfg.MaxFrames, block: time.Second, maxPending: cfg.MaxPending,
+		linger: cfg.Linger, failed: cfg.Failed, writers: map[string]*runWriter{}}
 }
 
 func (l *RunLog) key(run string) string {
 	return l.s.prefix + "{run|" + escaper.Replace(run) + "}:frames"
 }
 
-// runAppendScript adds one entry to a run's stream (KEYS[1]), opening it
-// first if need be: ARGV[1] the field ("o", "d" or "e"), ARGV[2] its
-// value, ARGV[3] MAXLEN, ARGV[4] the expiry in ms. It answers the entry's
-// id, or "ENDED" when the stream ended.
-var runAppendScript = goredis.NewScript(`
+// runWriteScript writes to a run's stream (KEYS[1]) the frames numbered
+// from ARGV[3] on, their JSON one after the other in ARGV[4] and where
+// each ends (1-based, inclusive) in ARGV[5], comma-separated; with ARGV[6]
+// "1" it ends the log after them. ARGV[1] is MAXLEN, ARGV[2] the expiry in
+// ms. A stream that does not exist is opened first ("0-1"), unless the
+// frames do not start at 0 (it expired while its run went on: they are
+// written where they belong, and older cursors are answered as trimmed).
+// Frames already there are skipped (a write tried again after a lost
+// reply). It answers the number of the last entry, "ENDED" when the log
+// had ended, or an error when the frames would leave a hole.
+var runWriteScript = goredis.NewScript(`
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+local n = tonumber(ARGV[3]) + 2
+local lastn
 if last == nil then
-  if ARGV[1] == 'o' and redis.call('EXISTS', KEYS[1]) == 1 then return '' end
-  redis.call('XADD', KEYS[1], '0-1', 'o', '')
-  if ARGV[1] == 'o' then
-    redis.call('PEXPIRE', KEYS[1], ARGV[4])
-    return '0-1'
+  if n == 2 then
+    redis.call('XADD', KEYS[1], '0-1', 'o', '')
+    lastn = 1
+  else
+    lastn = n - 1
   end
 elseif last[2][1] == 'e' then
-  if ARGV[1] == 'e' then return last[1] end
+  if ARGV[6] == '1' then return string.sub(last[1], 3) end
   return 'ENDED'
-elseif ARGV[1] == 'o' then
-  return last[1]
+else
+  lastn = tonumber(string.sub(last[1], 3))
 end
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return id
+local from = 1
+for to in string.gmatch(ARGV[5], '%d+') do
+  to = tonumber(to)
+  if n > lastn then
+    if n ~= lastn + 1 then
+      return redis.error_reply('run log: frame ' .. (n - 2) .. ' after ' .. (lastn - 2))
+    end
+    redis.call('XADD', KEYS[1], '0-' .. n, 'd', string.sub(ARGV[4], from, to))
+    lastn = n
+  end
+  n = n + 1
+  from = to + 1
+end
+if ARGV[6] == '1' then
+  lastn = lastn + 1
+  redis.call('XADD', KEYS[1], '0-' .. lastn, 'e', '')
+end
+redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return tostring(lastn)
 `)
 
-func (l *RunLog) add(ctx context.Context, run, field string, value []byte) (string, error) {
-	res, err := runAppendScript.Run(ctx, l.s.client, []string{l.key(run)}, field, value, l.maxFrames,
-		l.retention.Milliseconds()).Text()
+// write runs runWriteScript: frames first on (data, ends), and the end.
+// ended reports a log that had ended; last is the number of its last
+// entry otherwise.
+func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool) (last int64, ended bool, err error) {
+	endArg := "0"
+	if end {
+		endArg = "1"
+	}
+	res, err := runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
+		data, ends, endArg).Text()
 	switch {
 	case err != nil:
-		return "", l.s.fail(ctx, "run log", err)
+		return 0, false, l.s.fail(ctx, "run log", err)
 	case res == "ENDED":
-		return "", runs.ErrEnded
+		return 0, true, nil
 	}
-	return res, nil
+	last, err = strconv.ParseInt(res, 10, 64)
+	if err != nil {
+		return 0, false, corrupt("run log reply " + res)
+	}
+	return last, false, nil
 }
 
-// Open implements runs.EventLog.
+// runWriter is this process's writing of one run's log: the frames
+// numbered next-len(ends) to next-1 wait in buf, frame i ending at
+// ends[i], to be written in order, one write at a time.
+type runWriter struct {
+	run string
+
+	mu   sync.Mutex
+	next int64
+	*writeBuffers
+	// ending: End asked for the end entry; ended: it was written.
+	ending, ended bool
+	// sending: a write is due after the linger (timer) or under way.
+	sending bool
+	timer   *time.Timer
+	// err is the last write's failure, nil once one succeeded.
+	err error
+	// changed is closed (and replaced) when a write finished.
+	changed chan struct{}
+}
+
+// writeBuffers are a writer's: the frames that wait (buf, ends) and the
+// offsets argument of its script (offsets). A writer done with them gives
+// them back to writeBufferPool (unless they grew past maxPooledBuffer).
+type writeBuffers struct {
+	buf     []byte
+	ends    []int
+	offsets []byte
+}
+
+var writeBufferPool = sync.Pool{New: func() any { return new(writeBuffers) }}
+
+const maxPooledBuffer = 1 << 20
+
+// writer returns this process's writer of run's log, opening the log
+// when there is none (one round trip: the log may go on from another
+// replica's frames, or have ended). nil and no error: the log ended.
+func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
+	l.mu.Lock()
+	w := l.writers[run]
+	l.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
+	last, ended, err := l.write(ctx, run, 0, nil, nil, false)
+	if err != nil || ended {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.writers[run]; w != nil { // opened meanwhile
+		return w, nil
+	}
+	w = &runWriter{run: run, next: last - 1, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
+	l.writers[run] = w
+	return w, nil
+}
+
+// localWriter is this process's writer of run's log, if any.
+func (l *RunLog) localWriter(run string) *runWriter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writers[run]
+}
+
+// Open implements runs.EventLog: it opens the log in Redis when this
+// process has not, so that followers find it before its first frame.
 func (l *RunLog) Open(ctx context.Context, run string) error {
-	_, err := l.add(ctx, run, "o", nil)
+	_, err := l.writer(ctx, run)
 	return err
 }
 
-// Append implements runs.EventLog: it stores the frame's JSON.
-func (l *RunLog) Append(ctx context.Context, run string, f runs.Frame) (int64, error) {
-	b, err := f.JSON()
+// Append implements runs.EventLog: it numbers the frame and leaves its
+// JSON to be written after the linger.
+func (l *RunLog) Append(ctx context.Context, run string, f runs.Frame) (_ int64, err error) {
+	w, err := l.writer(ctx, run)
 	if err != nil {
 		return 0, err
 	}
-	id, err := l.add(ctx, run, "d", b)
-	if err != nil {
+	if w == nil {
+		return 0, runs.ErrEnded
+	}
+	var failure error
+	defer l.tell(run, &failure)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for !w.ending && len(w.ends) >= l.maxPending {
+		if w.err != nil {
+			return 0, fmt.Errorf("%w (%d frames wait)", w.err, len(w.ends))
+		}
+		if err := l.waitLocked(ctx, w, &failure); err != nil {
+			return 0, err
+		}
+	}
+	if w.ending {
+		return 0, runs.ErrEnded
+	}
+	n := len(w.buf)
+	if w.buf, err = f.AppendJSON(w.buf); err != nil {
+		w.buf = w.buf[:n]
 		return 0, err
 	}
-	n, ok := entrySeq(id)
-	if !ok {
-		return 0, corrupt("run log entry id " + id)
+	w.ends = append(w.ends, len(w.buf))
+	seq := w.next
+	w.next++
+	if !w.sending {
+		w.sending = true
+		if l.linger > 0 {
+			w.timer = time.AfterFunc(l.linger, func() { l.flush(w) })
+		} else {
+			go l.flush(w)
+		}
 	}
-	return n, nil
+	return seq, nil
 }
 
-// End implements runs.EventLog.
+// tell tells Failed of *failure, if any: deferred before the writer's
+// lock is taken, it runs once it is let go of.
+func (l *RunLog) tell(run string, failure *error) {
+	if *failure != nil {
+		l.failed(run, *failure)
+	}
+}
+
+// flush writes what waits, once the linger passed (or, without one, at
+// once on a goroutine of its own).
+func (l *RunLog) flush(w *runWriter) {
+	var failure error
+	defer l.tell(w.run, &failure)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	failure = l.drainLocked(w)
+}
+
+// waitLocked has what waits written now and returns once a write
+// finished: the caller writes when no write is under way (cutting a
+// linger short), else waits for the one that is, w.mu released
+// meanwhile. A write's failure to tell is set in *failure.
+func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) error {
+	if w.timer != nil && w.timer.Stop() {
+		w.timer, w.sending = nil, false
+	}
+	if !w.sending {
+		if f := l.drainLocked(w); f != nil {
+			*failure = f
+		}
+		return nil
+	}
+	changed := w.changed
+	w.mu.Unlock()
+	defer w.mu.Lock()
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drainLocked writes what waits, in one script a round, until nothing
+// does or a write failed; w.mu is let go of during each write. It returns
+// the failure to tell: the first after a write that succeeded.
+func (l *RunLog) drainLocked(w *runWriter) (failure error) {
+	w.sending = true
+	for len(w.ends) > 0 || w.ending && !w.ended {
+		k := len(w.ends)
+		first := w.next - int64(k)
+		var data []byte
+		offsets := w.offsets[:0]
+		if k > 0 {
+			data = w.buf[:w.ends[k-1]] // appends write after it
+			for i, e := range w.ends {
+				if i > 0 {
+					offsets = append(offsets, ',')
+				}
+				offsets = strconv.AppendInt(offsets, int64(e), 10)
+			}
+		}
+		w.offsets = offsets
+		end := w.ending
+		w.mu.Unlock()
+		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end)
+		w.mu.Lock()
+		if err != nil && w.err == nil {
+			failure = err
+		}
+		w.err = err
+		if err == nil {
+			// The frames written go; those appended meanwhile move up.
+			n := copy(w.buf, w.buf[len(data):])
+			w.buf = w.buf[:n]
+			m := copy(w.ends, w.ends[k:])
+			for i := range w.ends[:m] {
+				w.ends[i] -= len(data)
+			}
+			w.ends = w.ends[:m]
+			w.ended = end
+		}
+		if ended { // by another writer: nothing more is written
+			w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+		if err != nil {
+			break // tried again by the next Append, Read or End
+		}
+	}
+	w.sending = false
+	return failure
+}
+
+// End implements runs.EventLog: it writes the frames still waiting and
+// the end, and returns once they are written, or failed to be (after a
+// write of its own: one that failed before is tried again).
 func (l *RunLog) End(ctx context.Context, run string) error {
-	_, err := l.add(ctx, run, "e", nil)
-	return err
+	w := l.localWriter(run)
+	if w == nil { // opened elsewhere, or never: end it as it is
+		_, _, err := l.write(ctx, run, 0, nil, nil, true)
+		return err
+	}
+	defer func() {
+		l.mu.Lock()
+		delete(l.writers, run)
+		l.mu.Unlock()
+	}()
+	var failure error
+	defer l.tell(run, &failure)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	defer w.recycleLocked()
+	w.ending = true
+	for tried := false; !w.ended; {
+		if !w.sending || w.timer != nil {
+			if tried && w.err != nil {
+				return w.err
+			}
+			tried = true
+		}
+		if err := l.waitLocked(ctx, w, &failure); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recycleLocked gives an ended writer's buffers back to the pool, unless
+// a write may still read them.
+func (w *runWriter) recycleLocked() {
+	if w.sending {
+		return
+	}
+	b := w.writeBuffers
+	w.writeBuffers = &writeBuffers{}
+	if cap(b.buf) <= maxPooledBuffer {
+		b.buf, b.ends, b.offsets = b.buf[:0], b.ends[:0], b.offsets[:0]
+		writeBufferPool.Put(b)
+	}
+}
+
+// settle has the frames this process appended to run before the call
+// written, and waits for them (or for their write to fail), so that
+// reading Redis after it finds them.
+func (l *RunLog) settle(ctx context.Context, run string) error {
+	w := l.localWriter(run)
+	if w == nil {
+		return nil
+	}
+	var failure error
+	defer l.tell(run, &failure)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.next
+	for tried := false; w.next-int64(len(w.ends)) < target; {
+		if !w.sending || w.timer != nil {
+			if tried && w.err != nil {
+				return nil // what Redis has is all there is
+			}
+			tried = true
+		}
+		if err := l.waitLocked(ctx, w, &failure); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // entrySeq is the frame number of the entry "0-<n+2>".
@@ -136,6 +477,9 @@ func entryID(seq int64) string { return "0-" + strconv.FormatInt(seq+2, 10) }
 func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) ([]runs.Frame, bool, error) {
 	if after < -1 {
 		return nil, false, runs.ErrCursor
+	}
+	if err := l.settle(ctx, run); err != nil {
+		return nil, false, err
 	}
 	key := l.key(run)
 	var first, last, rest *goredis.XMessageSliceCmd

@@ -1,0 +1,181 @@
+package sessions
+
+import (
+	"encoding/json"
+
+	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/internal/jsonenc"
+)
+
+// AppendJSON appends e in ADK's wire form (what MarshalJSON writes) to b.
+// What events mostly hold, ids, flags, text parts and empty actions, is
+// written without reflection; the rest (non-text parts, usage, non-empty
+// action maps, custom metadata) through json.Marshal, member by member, so
+// that the whole is byte for byte what the reflection of the wire form
+// writes (the tests hold it to that, for every field). A streamed answer
+// is one event per delta, and the run logs encode each one.
+func (e *Event) AppendJSON(b []byte) ([]byte, error) {
+	var err error
+	b = append(b, `{"id":`...)
+	b = jsonenc.AppendString(b, e.ID)
+	b = append(b, `,"invocationId":`...)
+	b = jsonenc.AppendString(b, e.InvocationID)
+	b = append(b, `,"author":`...)
+	b = jsonenc.AppendString(b, e.Author)
+	b = appendStringMember(b, `,"branch":`, e.Branch)
+	if e.Content != nil {
+		b = append(b, `,"content":`...)
+		if b, err = appendContent(b, e.Content); err != nil {
+			return b, err
+		}
+	}
+	if e.Partial {
+		b = append(b, `,"partial":true`...)
+	}
+	if e.TurnComplete {
+		b = append(b, `,"turnComplete":true`...)
+	}
+	b = appendStringMember(b, `,"finishReason":`, string(e.FinishReason))
+	b = appendStringMember(b, `,"modelVersion":`, e.ModelVersion)
+	b = appendStringMember(b, `,"errorCode":`, e.ErrorCode)
+	b = appendStringMember(b, `,"errorMessage":`, e.ErrorMessage)
+	if e.UsageMetadata != nil {
+		if b, err = appendMarshalled(append(b, `,"usageMetadata":`...), e.UsageMetadata); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"actions":`...)
+	if b, err = e.Actions.appendJSON(b); err != nil {
+		return b, err
+	}
+	b = append(b, `,"longRunningToolIds":[`...)
+	for i, id := range e.LongRunningToolIDs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, id)
+	}
+	b = append(b, ']')
+	if len(e.CustomMetadata) > 0 {
+		if b, err = appendMarshalled(append(b, `,"customMetadata":`...), e.CustomMetadata); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"timestamp":`...)
+	b = jsonenc.AppendFloat(b, epochSeconds(e.Timestamp))
+	return append(b, '}'), nil
+}
+
+// appendJSON writes the actions as their wire form does: the four maps
+// always (empty ones as {}), the rest when set.
+func (a *EventActions) appendJSON(b []byte) ([]byte, error) {
+	var err error
+	members := []struct {
+		name string
+		v    any
+		n    int
+	}{
+		{`{"stateDelta":`, a.StateDelta, len(a.StateDelta)},
+		{`,"artifactDelta":`, a.ArtifactDelta, len(a.ArtifactDelta)},
+		{`,"requestedAuthConfigs":`, a.RequestedAuthConfigs, len(a.RequestedAuthConfigs)},
+		{`,"requestedToolConfirmations":`, a.RequestedToolConfirmations, len(a.RequestedToolConfirmations)},
+	}
+	for _, m := range members {
+		b = append(b, m.name...)
+		if m.n == 0 {
+			b = append(b, "{}"...)
+		} else if b, err = appendMarshalled(b, m.v); err != nil {
+			return b, err
+		}
+	}
+	b = appendStringMember(b, `,"transferToAgent":`, a.TransferToAgent)
+	if a.Escalate {
+		b = append(b, `,"escalate":true`...)
+	}
+	if a.SkipSummarization {
+		b = append(b, `,"skipSummarization":true`...)
+	}
+	if a.Compaction != nil {
+		if b, err = appendMarshalled(append(b, `,"compaction":`...), a.Compaction); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendContent writes c as genai.Content's JSON: its parts, text ones by
+// hand, and its role.
+func appendContent(b []byte, c *genai.Content) ([]byte, error) {
+	b = append(b, '{')
+	if len(c.Parts) > 0 {
+		b = append(b, `"parts":[`...)
+		for i, p := range c.Parts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendPart(b, p); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, ']')
+		if c.Role != "" {
+			b = append(b, ',')
+		}
+	}
+	if c.Role != "" {
+		b = append(b, `"role":`...)
+		b = jsonenc.AppendString(b, c.Role)
+	}
+	return append(b, '}'), nil
+}
+
+// appendPart writes a part that holds nothing but text (and the thought
+// flag) by hand, any other through json.Marshal.
+func appendPart(b []byte, p *genai.Part) ([]byte, error) {
+	if p == nil {
+		return append(b, "null"...), nil
+	}
+	if !textOnly(p) {
+		return appendMarshalled(b, p)
+	}
+	b = append(b, '{')
+	if p.Text != "" {
+		b = append(b, `"text":`...)
+		b = jsonenc.AppendString(b, p.Text)
+	}
+	if p.Thought {
+		if p.Text != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `"thought":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// textOnly reports whether p sets no field but Text and Thought. A field
+// genai adds is caught by the tests, which set each field in turn.
+func textOnly(p *genai.Part) bool {
+	return p.MediaResolution == nil && p.CodeExecutionResult == nil && p.ExecutableCode == nil && p.FileData == nil &&
+		p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil && len(p.ThoughtSignature) == 0 &&
+		p.VideoMetadata == nil && p.ToolCall == nil && p.ToolResponse == nil && len(p.PartMetadata) == 0 &&
+		p.AudioTranscription == nil && p.MediaProcessing == "" && p.SpeechMetadata == nil
+}
+
+// appendStringMember writes name and s when s is not empty (omitempty).
+func appendStringMember(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return jsonenc.AppendString(append(b, name...), s)
+}
+
+// appendMarshalled appends v's JSON through json.Marshal.
+func appendMarshalled(b []byte, v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, j...), nil
+}

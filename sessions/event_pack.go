@@ -1,0 +1,182 @@
+package sessions
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// AppendPacked appends e to b in a compact binary form, when e is a plain
+// text event: ids, author, branch, timestamp, the partial and turnComplete
+// flags, finish reason, model version, error code and message, content of
+// text parts alone (with their thought flag), and usage of token counts
+// alone, with nothing else set. Those are most of what a run streams (a delta each),
+// and they pack into about a third of their JSON. It reports whether it
+// packed e; b is unchanged when not. UnpackEvent reads the form back; it
+// lives in memory only and is not kept across versions.
+func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
+	if !e.packable() {
+		return b, false
+	}
+	var flags byte
+	if e.Partial {
+		flags |= packPartial
+	}
+	if e.TurnComplete {
+		flags |= packTurnComplete
+	}
+	if e.Content != nil {
+		flags |= packContent
+	}
+	if !e.Timestamp.IsZero() {
+		flags |= packTimestamp
+	}
+	if e.UsageMetadata != nil {
+		flags |= packUsage
+	}
+	b = append(b, flags)
+	for _, s := range []string{e.ID, e.InvocationID, e.Author, e.Branch, string(e.FinishReason), e.ModelVersion, e.ErrorCode,
+		e.ErrorMessage} {
+		b = appendPackedString(b, s)
+	}
+	if !e.Timestamp.IsZero() {
+		b = binary.AppendUvarint(b, uint64(e.Timestamp.UnixMicro())) // before 1970: 10 bytes
+	}
+	if e.Content != nil {
+		b = appendPackedString(b, e.Content.Role)
+		b = binary.AppendUvarint(b, uint64(len(e.Content.Parts)))
+		for _, p := range e.Content.Parts {
+			thought := byte(0)
+			if p.Thought {
+				thought = 1
+			}
+			b = appendPackedString(append(b, thought), p.Text)
+		}
+	}
+	if u := e.UsageMetadata; u != nil {
+		for _, n := range []int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
+			u.ThoughtsTokenCount, u.ToolUsePromptTokenCount} {
+			b = binary.AppendUvarint(b, uint64(uint32(n)))
+		}
+	}
+	return b, true
+}
+
+// The flags of a packed event.
+const (
+	packPartial = 1 << iota
+	packTurnComplete
+	packContent
+	packTimestamp
+	packUsage
+)
+
+// packable reports whether AppendPacked can pack e: nothing set but the
+// fields it keeps. A field genai adds to Part is caught by the tests,
+// which set each field in turn.
+func (e *Event) packable() bool {
+	a := &e.Actions
+	if u := e.UsageMetadata; u != nil && (len(u.CacheTokensDetails) > 0 || len(u.CandidatesTokensDetails) > 0 ||
+		len(u.PromptTokensDetails) > 0 || len(u.ToolUsePromptTokensDetails) > 0 || u.TrafficType != "") {
+		return false
+	}
+	if len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || len(a.RequestedAuthConfigs) > 0 ||
+		len(a.RequestedToolConfirmations) > 0 || a.TransferToAgent != "" || a.Escalate || a.SkipSummarization ||
+		a.Compaction != nil || len(e.LongRunningToolIDs) > 0 || len(e.CustomMetadata) > 0 {
+		return false
+	}
+	if e.Content != nil {
+		for _, p := range e.Content.Parts {
+			if p == nil || !textOnly(p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func appendPackedString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+var errPacked = errors.New("sessions: malformed packed event")
+
+// UnpackEvent returns the event AppendPacked wrote into b (all of b). Its
+// JSON is the packed event's: the timestamp keeps the microseconds the
+// wire form has.
+func UnpackEvent(b []byte) (*Event, error) {
+	r := packReader{b: b}
+	flags := r.byte()
+	e := &Event{Partial: flags&packPartial != 0, TurnComplete: flags&packTurnComplete != 0}
+	e.ID, e.InvocationID, e.Author, e.Branch = r.string(), r.string(), r.string(), r.string()
+	e.FinishReason, e.ModelVersion = genai.FinishReason(r.string()), r.string()
+	e.ErrorCode, e.ErrorMessage = r.string(), r.string()
+	if flags&packTimestamp != 0 {
+		e.Timestamp = time.UnixMicro(int64(r.uvarint())).UTC()
+	}
+	if flags&packContent != 0 {
+		e.Content = &genai.Content{Role: r.string()}
+		if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) { // each part takes 2 bytes at least
+			e.Content.Parts = make([]*genai.Part, n)
+			for i := range e.Content.Parts {
+				thought := r.byte() == 1
+				e.Content.Parts[i] = &genai.Part{Thought: thought, Text: r.string()}
+			}
+		} else if n > 0 {
+			r.bad = true
+		}
+	}
+	if flags&packUsage != 0 {
+		u := &genai.GenerateContentResponseUsageMetadata{}
+		for _, n := range []*int32{&u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.CachedContentTokenCount,
+			&u.ThoughtsTokenCount, &u.ToolUsePromptTokenCount} {
+			*n = int32(uint32(r.uvarint()))
+		}
+		e.UsageMetadata = u
+	}
+	if r.bad || len(r.b) > 0 {
+		return nil, errPacked
+	}
+	return e, nil
+}
+
+// packReader reads a packed event; bad is set at the first read past its
+// end (and the reads after it give zero values).
+type packReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *packReader) byte() byte {
+	if len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *packReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *packReader) string() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.bad = true
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}

@@ -1,0 +1,284 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
+)
+
+// How the replica running a run writes its log: frames numbered at once,
+// written a batch at a time, in order, seen by every replica, and a Redis
+// that goes away does not hold the run up.
+
+// scriptRuns is how many times the run log's script wrote to a stream on
+// srv since the last reset: each run ends with one XTRIM.
+func scriptRuns(t *testing.T, c *goredis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_xtrim:calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// appendFrames appends frames "<from>" to "<to-1>" to run and checks the
+// numbers they get.
+func appendFrames(t *testing.T, log *RunLog, run string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if seq, err := log.Append(context.Background(), run, runFrame(strconv.Itoa(i))); err != nil || seq != int64(i) {
+			t.Fatalf("Append %d = %d, %v", i, seq, err)
+		}
+	}
+}
+
+// wantFrames is "<i>:<i>" for i from from to to-1.
+func wantFrames(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("%d:%d", i, i))
+	}
+	return out
+}
+
+// Frames appended while a write is held up (Redis paused) are numbered at
+// once and written together once it goes on: 100 frames in at most three
+// scripts (the one held up, the rest, the end), which a log on another
+// store (another replica) reads whole and in order.
+func TestRunLogWritesInBatches(t *testing.T) {
+	noLeaks(t)
+	srv := startServer(t)
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	writer := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{Linger: -1})
+	reader := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{})
+	ctx := context.Background()
+	if err := writer.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "5000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	appendFrames(t, writer, "r", 0, 100)
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if n := scriptRuns(t, admin); n < 1 || n > 3 {
+		t.Errorf("100 frames and the end written by %d scripts, want 1 to 3", n)
+	}
+	frames, ended, err := reader.Read(ctx, "r", -1, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read on the other store: ended %v, %v", ended, err)
+	}
+	if d := cmp.Diff(wantFrames(0, 100), frameTexts(t, frames)); d != "" {
+		t.Errorf("frames on the other store (-want +got):\n%s", d)
+	}
+	if _, err := writer.Append(ctx, "r", runFrame("late")); !errors.Is(err, runs.ErrEnded) {
+		t.Errorf("Append after End: %v", err)
+	}
+}
+
+// A Read on the writer's replica finds the frames appended before it,
+// however long they would otherwise wait (the linger here is an hour);
+// a follower there, and one on another replica, get every frame in order,
+// and End writes what waits at once.
+func TestRunLogReadsWhatWaits(t *testing.T) {
+	noLeaks(t)
+	srv := startServer(t)
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	writer := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{Linger: time.Hour})
+	other := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{})
+	ctx := context.Background()
+	if err := writer.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	follow := func(log *RunLog) <-chan []string {
+		got := make(chan []string, 1)
+		go func() {
+			var frames []runs.Frame
+			for f, err := range log.Follow(ctx, "r", -1) {
+				if err != nil {
+					t.Errorf("Follow: %v", err)
+					break
+				}
+				frames = append(frames, f)
+			}
+			got <- frameTexts(t, frames)
+		}()
+		return got
+	}
+	there := follow(other)
+	appendFrames(t, writer, "r", 0, 10)
+	frames, ended, err := writer.Read(ctx, "r", 4, 0)
+	if err != nil || ended {
+		t.Fatalf("Read: ended %v, %v", ended, err)
+	}
+	if d := cmp.Diff(wantFrames(5, 10), frameTexts(t, frames)); d != "" {
+		t.Errorf("Read on the writer's replica (-want +got):\n%s", d)
+	}
+	here := follow(writer)
+	appendFrames(t, writer, "r", 10, 20)
+	if err := writer.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]<-chan []string{"the writer's replica": here, "another replica": there} {
+		if d := cmp.Diff(wantFrames(0, 20), <-got); d != "" {
+			t.Errorf("follower on %s (-want +got):\n%s", name, d)
+		}
+	}
+}
+
+// Frames appended from several goroutines at once get distinct numbers,
+// and each is written under its number.
+func TestRunLogConcurrentAppends(t *testing.T) {
+	srv := startServer(t)
+	log := newStore(t, Config{URL: srv.URL("")}).RunLog(RunLogConfig{Linger: time.Millisecond})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	seqs := make([][]int64, 4)
+	for g := range seqs {
+		wg.Go(func() {
+			for i := range 50 {
+				seq, err := log.Append(ctx, "r", runFrame(fmt.Sprint(g, "-", i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seqs[g] = append(seqs[g], seq)
+			}
+		})
+	}
+	wg.Wait()
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	frames, _, err := log.Read(ctx, "r", -1, 0)
+	if err != nil || len(frames) != 200 {
+		t.Fatalf("Read: %d frames, %v", len(frames), err)
+	}
+	texts := frameTexts(t, frames)
+	for g, ss := range seqs {
+		for i, seq := range ss {
+			if want := fmt.Sprintf("%d:%d-%d", seq, g, i); texts[seq] != want {
+				t.Errorf("frame %d is %s, want %s", seq, texts[seq], want)
+			}
+		}
+	}
+}
+
+// Redis goes away mid-run: appends go on without waiting for it, numbered
+// as long as they fit the frames that may wait (MaxPending), then fail
+// without a number; End fails rather than hang, and the failure is told
+// once. The frames that waited are written when Redis is back (its data
+// lost here: the log starts at them, older cursors answered as trimmed).
+func TestRunLogRedisGoesAway(t *testing.T) {
+	noLeaks(t)
+	srv := startServer(t)
+	var mu sync.Mutex
+	var failures []string
+	st := newStore(t, Config{URL: srv.URL("max_retries=1&dial_timeout=200ms")})
+	// No write after a linger: each is made, and each failure told, by the
+	// call that needs it.
+	log := st.RunLog(RunLogConfig{MaxPending: 4, Linger: time.Hour, Failed: func(run string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, run)
+		if !errors.Is(err, sessions.ErrUnavailable) {
+			t.Errorf("failure of %s: %v, want ErrUnavailable", run, err)
+		}
+	}})
+	ctx := context.Background()
+	appendFrames(t, log, "r", 0, 3)
+	if _, _, err := log.Read(ctx, "r", -1, 0); err != nil { // written
+		t.Fatal(err)
+	}
+	srv.Stop()
+	// Four frames may wait; the fifth waits for a write, which fails, and
+	// is refused, as is every one after it while Redis is away.
+	appendFrames(t, log, "r", 3, 7)
+	for range 2 {
+		if seq, err := log.Append(ctx, "r", runFrame("refused")); !errors.Is(err, sessions.ErrUnavailable) {
+			t.Errorf("Append while Redis is away and 4 frames wait = %d, %v", seq, err)
+		}
+	}
+	if err := log.End(ctx, "r"); !errors.Is(err, sessions.ErrUnavailable) {
+		t.Errorf("End while Redis is away: %v", err)
+	}
+	mu.Lock()
+	if d := cmp.Diff([]string{"r"}, failures); d != "" {
+		t.Errorf("failures told (-want +got):\n%s", d)
+	}
+	mu.Unlock()
+
+	// Back (empty), and away again in the middle of a run: its frames
+	// that waited are written where they belong once it is back.
+	srv.Start()
+	waitReachable(t, st)
+	appendFrames(t, log, "s", 0, 2)
+	if _, _, err := log.Read(ctx, "s", -1, 0); err != nil { // written
+		t.Fatal(err)
+	}
+	srv.Stop()
+	appendFrames(t, log, "s", 2, 5)
+	srv.Start()
+	waitReachable(t, st)
+	if err := log.End(ctx, "s"); err != nil {
+		t.Fatalf("End once Redis is back: %v", err)
+	}
+	frames, ended, err := log.Read(ctx, "s", 1, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read: ended %v, %v", ended, err)
+	}
+	if d := cmp.Diff(wantFrames(2, 5), frameTexts(t, frames)); d != "" {
+		t.Errorf("frames written once back (-want +got):\n%s", d)
+	}
+	if _, _, err := log.Read(ctx, "s", -1, 0); !errors.Is(err, runs.ErrTrimmed) {
+		t.Errorf("a cursor before what was lost: %v", err)
+	}
+}
+
+// waitReachable waits until the store's client reaches Redis again.
+func waitReachable(t *testing.T, st *Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); st.Ping(context.Background()) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis unreachable 10s after it came back")
+		}
+	}
+}
+
+// noLeaks checks, once the test and its cleanups are done (servers
+// stopped, stores closed), that it left no goroutine behind.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+}
