@@ -113,43 +113,6 @@ type eventJSON struct {
 // AppendJSON).
 func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
-type actionsAlias EventActions
-
-// storedActions is EventActions without its empty maps.
-type storedActions struct {
-	*actionsAlias
-	StateDelta                 map[string]any            `json:"stateDelta,omitempty"`
-	ArtifactDelta              map[string]int64          `json:"artifactDelta,omitempty"`
-	RequestedAuthConfigs       map[string]any            `json:"requestedAuthConfigs,omitempty"`
-	RequestedToolConfirmations map[string]map[string]any `json:"requestedToolConfirmations,omitempty"`
-}
-
-// storedEventJSON is eventJSON without the members that hold nothing (its
-// fields shadow the embedded event's of the same JSON name).
-type storedEventJSON struct {
-	*eventAlias
-	Actions            *storedActions `json:"actions,omitempty"`
-	LongRunningToolIDs []string       `json:"longRunningToolIds,omitempty"`
-	Timestamp          float64        `json:"timestamp"`
-}
-
-// StoredJSON is e's JSON as a store keeps it: the wire form of MarshalJSON
-// less the members that hold nothing (each empty action map, actions
-// when all of it is empty, an empty longRunningToolIds). UnmarshalJSON
-// reads it back as the same event, its empty maps and slices nil, which
-// MarshalJSON writes as the wire form again. A store that keeps it sends
-// and receives about 130 bytes less per event and decodes five fewer
-// empty values on every read.
-func (e *Event) StoredJSON() ([]byte, error) {
-	a := eventAlias(*e)
-	v := storedEventJSON{eventAlias: &a, LongRunningToolIDs: e.LongRunningToolIDs, Timestamp: epochSeconds(e.Timestamp)}
-	if act := e.Actions; !act.empty() {
-		v.Actions = &storedActions{actionsAlias: (*actionsAlias)(&act), StateDelta: act.StateDelta, ArtifactDelta: act.ArtifactDelta,
-			RequestedAuthConfigs: act.RequestedAuthConfigs, RequestedToolConfirmations: act.RequestedToolConfirmations}
-	}
-	return json.Marshal(v)
-}
-
 // empty reports whether a holds nothing.
 func (a *EventActions) empty() bool {
 	return len(a.StateDelta) == 0 && len(a.ArtifactDelta) == 0 && len(a.RequestedAuthConfigs) == 0 &&

@@ -15,7 +15,20 @@ import (
 // that the whole is byte for byte what the reflection of the wire form
 // writes (the tests hold it to that, for every field). A streamed answer
 // is one event per delta, and the run logs encode each one.
-func (e *Event) AppendJSON(b []byte) ([]byte, error) {
+func (e *Event) AppendJSON(b []byte) ([]byte, error) { return e.appendJSON(b, false) }
+
+// StoredJSON is e's JSON as a store keeps it: the wire form of AppendJSON
+// less the members that hold nothing (each empty action map, actions
+// when all of it is empty, an empty longRunningToolIds). UnmarshalJSON
+// reads it back as the same event, its empty maps and slices nil, which
+// AppendJSON writes as the wire form again. A store that keeps it sends
+// and receives about 130 bytes less per event and decodes five fewer
+// empty values on every read.
+func (e *Event) StoredJSON() ([]byte, error) { return e.appendJSON(nil, true) }
+
+// appendJSON writes the wire form, or with stored the stored form (see
+// StoredJSON).
+func (e *Event) appendJSON(b []byte, stored bool) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	b = jsonenc.AppendString(b, e.ID)
@@ -45,18 +58,21 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	b = append(b, `,"actions":`...)
-	if b, err = e.Actions.appendJSON(b); err != nil {
-		return b, err
-	}
-	b = append(b, `,"longRunningToolIds":[`...)
-	for i, id := range e.LongRunningToolIDs {
-		if i > 0 {
-			b = append(b, ',')
+	if !stored || !e.Actions.empty() {
+		if b, err = e.Actions.appendJSON(append(b, `,"actions":`...), stored); err != nil {
+			return b, err
 		}
-		b = jsonenc.AppendString(b, id)
 	}
-	b = append(b, ']')
+	if !stored || len(e.LongRunningToolIDs) > 0 {
+		b = append(b, `,"longRunningToolIds":[`...)
+		for i, id := range e.LongRunningToolIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendString(b, id)
+		}
+		b = append(b, ']')
+	}
 	if len(e.CustomMetadata) > 0 {
 		if b, err = appendMarshalled(append(b, `,"customMetadata":`...), e.CustomMetadata); err != nil {
 			return b, err
@@ -68,36 +84,54 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // appendJSON writes the actions as their wire form does: the four maps
-// always (empty ones as {}), the rest when set.
-func (a *EventActions) appendJSON(b []byte) ([]byte, error) {
+// always (empty ones as {}), the rest when set; with stored, the empty
+// maps are left out too.
+func (a *EventActions) appendJSON(b []byte, stored bool) ([]byte, error) {
 	var err error
 	members := []struct {
 		name string
 		v    any
 		n    int
 	}{
-		{`{"stateDelta":`, a.StateDelta, len(a.StateDelta)},
-		{`,"artifactDelta":`, a.ArtifactDelta, len(a.ArtifactDelta)},
-		{`,"requestedAuthConfigs":`, a.RequestedAuthConfigs, len(a.RequestedAuthConfigs)},
-		{`,"requestedToolConfirmations":`, a.RequestedToolConfirmations, len(a.RequestedToolConfirmations)},
+		{`"stateDelta":`, a.StateDelta, len(a.StateDelta)},
+		{`"artifactDelta":`, a.ArtifactDelta, len(a.ArtifactDelta)},
+		{`"requestedAuthConfigs":`, a.RequestedAuthConfigs, len(a.RequestedAuthConfigs)},
+		{`"requestedToolConfirmations":`, a.RequestedToolConfirmations, len(a.RequestedToolConfirmations)},
+	}
+	b = append(b, '{')
+	start := len(b)
+	// member starts a member after the first with its comma.
+	member := func(name string) {
+		if len(b) > start {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
 	}
 	for _, m := range members {
-		b = append(b, m.name...)
-		if m.n == 0 {
+		switch {
+		case m.n > 0:
+			member(m.name)
+			if b, err = appendMarshalled(b, m.v); err != nil {
+				return b, err
+			}
+		case !stored:
+			member(m.name)
 			b = append(b, "{}"...)
-		} else if b, err = appendMarshalled(b, m.v); err != nil {
-			return b, err
 		}
 	}
-	b = appendStringMember(b, `,"transferToAgent":`, a.TransferToAgent)
+	if a.TransferToAgent != "" {
+		member(`"transferToAgent":`)
+		b = jsonenc.AppendString(b, a.TransferToAgent)
+	}
 	if a.Escalate {
-		b = append(b, `,"escalate":true`...)
+		member(`"escalate":true`)
 	}
 	if a.SkipSummarization {
-		b = append(b, `,"skipSummarization":true`...)
+		member(`"skipSummarization":true`)
 	}
 	if a.Compaction != nil {
-		if b, err = appendMarshalled(append(b, `,"compaction":`...), a.Compaction); err != nil {
+		member(`"compaction":`)
+		if b, err = appendMarshalled(b, a.Compaction); err != nil {
 			return b, err
 		}
 	}

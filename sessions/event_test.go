@@ -149,6 +149,9 @@ func TestEventStoredJSON(t *testing.T) {
 		{"one delta", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "user", Timestamp: at,
 			Actions: sessions.EventActions{StateDelta: map[string]any{"k": "v"}}},
 			`{"id":"e1","invocationId":"e-inv","author":"user","actions":{"stateDelta":{"k":"v"}},"timestamp":1767323045.123456}`},
+		{"members after an empty one", &sessions.Event{ID: "e1", InvocationID: "e-inv", Author: "user", Timestamp: at,
+			Actions: sessions.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{"a.txt": 1}, Escalate: true, SkipSummarization: true}},
+			`{"id":"e1","invocationId":"e-inv","author":"user","actions":{"artifactDelta":{"a.txt":1},"escalate":true,"skipSummarization":true},"timestamp":1767323045.123456}`},
 		{"compaction", withCompaction, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
