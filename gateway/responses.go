@@ -303,7 +303,9 @@ func (s *Server) createResponse(c *gin.Context) {
 // client tools and per-turn settings.
 //
 // A background turn's run is named by the response id (id), and kept for
-// replays once it ended. mt is the request's multitask strategy.
+// replays once it ended; on a busy session (enqueue, interrupt) it begins
+// in the session's line, answered queued before it waits there (see
+// startBackground). mt is the request's multitask strategy.
 func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string, mt spec.Multitask) (*responsesTurn, error) {
 	msg, responses, err := newInput(conv, "input", "The request has no new input: the items after the last assistant message or function_call must include a user message or a function_call_output.")
 	if err != nil {
@@ -313,7 +315,7 @@ func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.Resp
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), message: msg, metadata: req.Metadata,
 		clientTools: req.FunctionDeclarations(), multitask: mt, config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
 	if req.Background {
-		d.runID, d.retention = id, s.cfg.RunRetention
+		d.runID, d.retention, d.detached = id, s.cfg.RunRetention, true
 	}
 	switch {
 	case req.PreviousResponseID != "" || req.Conversation != nil:
@@ -340,9 +342,11 @@ func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.Resp
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
 	err = s.beginTurn(ctx, &d, &rt.turn, rt)
-	rt.system, rt.history, rt.entry, rt.seed = "", nil, nil, nil
 	if err != nil {
 		return nil, err
+	}
+	if rt.line == nil { // else its loaded is still to come (awaitSession)
+		rt.system, rt.history, rt.entry, rt.seed = "", nil, nil, nil
 	}
 	return rt, nil
 }
