@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -561,4 +562,98 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// a2a sends a JSON-RPC request with method and a message saying text in
+// context s1 of u1 to the A2A route of app "fake"; ctx ends the request.
+func (f *nativeFixture) a2a(ctx context.Context, method, text string) (*http.Response, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m-` + text +
+		`","role":"user","contextId":"s1","parts":[{"kind":"text","text":"` + text + `"}]},"metadata":{"user":"u1"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/a2a/fake", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
+}
+
+// A2A turns follow the model's multitask on their context (the session):
+// with enqueue a message/send on a busy context waits, listed queued, and
+// runs after the run going, seeing it; with interrupt a message/stream
+// cancels the run going (its client told), then runs.
+func TestMultitaskA2A(t *testing.T) {
+	t.Run("enqueue", func(t *testing.T) {
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+			sent := make(chan []byte, 1)
+			go func() {
+				var body []byte
+				if resp, err := f.a2a(t.Context(), "message/send", "a2"); err == nil {
+					body, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				sent <- body
+			}()
+			ids := f.waitRuns("running", "queued")
+			m.release <- struct{}{}
+			result(t, first)
+			if got := next(t, m.started, "the A2A turn's call"); got != "a2" {
+				t.Errorf("the call after the first answered %q", got)
+			}
+			m.release <- struct{}{}
+			var res map[string]any
+			select {
+			case body := <-sent:
+				_ = json.Unmarshal(body, &res)
+			case <-time.After(10 * time.Second):
+				t.Fatal("message/send did not answer")
+			}
+			if dig(res, "result", "status", "state") != "completed" || dig(res, "result", "id") != ids[1] ||
+				dig(res, "result", "artifacts", 0, "parts", 0, "text") != "re:a2" {
+				t.Errorf("message/send answered %v, want task %s completed", res, ids[1])
+			}
+			f.waitRuns("completed", "completed")
+			reqs := f.fakes["solo"].requests()
+			if got := transcript(reqs[len(reqs)-1]); !slices.Equal(got, []string{"user:x1", "model:re:x1", "user:a2"}) {
+				t.Errorf("the A2A turn's call was sent %q", got)
+			}
+		})
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskInterrupt, store)
+			streamed := make(chan []byte, 1)
+			go func() {
+				var body []byte
+				if resp, err := f.a2a(t.Context(), "message/stream", "a2"); err == nil {
+					body, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				streamed <- body
+			}()
+			if got := next(t, m.aborted, "the first call's abort"); got != "x1" {
+				t.Errorf("aborted the call of %q", got)
+			}
+			if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
+				t.Errorf("the interrupted turn's client: %v", r.frames)
+			}
+			if got := next(t, m.started, "the A2A turn's call"); got != "a2" {
+				t.Errorf("the call after the interrupt answered %q", got)
+			}
+			m.release <- struct{}{}
+			select {
+			case body := <-streamed:
+				frames := sseResults(t, &http.Response{Body: io.NopCloser(bytes.NewReader(body))})
+				if len(frames) == 0 || dig(frames[len(frames)-1], "status", "state") != "completed" {
+					t.Errorf("message/stream sent %v", frames)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("message/stream did not end")
+			}
+			f.waitRuns("cancelled", "completed")
+			if got, want := f.sessionTexts(), []string{"user:x1", "user:a2", "solo:re:a2"}; !slices.Equal(got, want) {
+				t.Errorf("session %q, want %q", got, want)
+			}
+		})
+	})
 }
