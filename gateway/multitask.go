@@ -20,7 +20,9 @@ package gateway
 // of the line, and the run ends cancelled), for at most sessions.queue_wait
 // (then 409 session_busy, the run failed); a cancel of the queued run by
 // id, or an interrupt after it, ends it cancelled (409 run_cancelled). It
-// starts streaming only once it runs. A background response's turn is
+// streams its run only once it runs; a stream that waited
+// server.keepalive_interval starts before (its headers and keepalives;
+// turnRequest.idle), and its failures are then the stream's. A background response's turn is
 // answered queued before it waits (turnRequest.detached): it waits without
 // its request, until it runs or a cancel, an interrupt, queue_wait or a
 // shutdown ends it.
@@ -99,6 +101,7 @@ func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sess
 	if err != nil {
 		return nil, nil, err
 	}
+	w.idle = d.idle
 	if d.detached {
 		t.line = w
 		return nil, nil, nil
@@ -117,6 +120,8 @@ type lineWait struct {
 	// ctx is the queued run's (runs.Start's), which the wait is under.
 	ctx       context.Context
 	interrupt bool
+	// idle is the turn's keepalive while it waits (turnRequest.idle).
+	idle streamSink
 	// then completes the begin of a detached turn once it holds its
 	// session (see beginTurn).
 	then func(ctx context.Context, lease sessions.Lease) error
@@ -184,18 +189,37 @@ func (s *Server) joinLine(ctx context.Context, t *turn, interrupt, detached bool
 // waitInLine waits in the line of t's session for its lease, and leaves
 // the line. An interrupting turn cancels the runs ahead of it (running, or
 // waiting: dropped) on any replica, and again every interruptNudge while
-// it waits.
+// it waits. A turn with a keepalive (w.idle) sends one every
+// Config.KeepaliveInterval it waits, the first once it waited that long:
+// a turn let in sooner answers as one that never waited.
 func (s *Server) waitInLine(t *turn, w *lineWait) (sessions.Lease, error) {
 	defer w.ticket.Leave()
 	app, user, sid := t.app.ID, t.req.UserID, t.sessionID
 	waitCtx, stop := context.WithTimeoutCause(w.ctx, s.cfg.QueueWait, errQueueWait)
 	defer stop()
+	var tick time.Duration // how long one Acquire waits; 0: until waitCtx ends
+	if w.interrupt {
+		tick = interruptNudge
+	}
+	var idleAt time.Time // when the next keepalive is due
+	if w.idle != nil {
+		if tick == 0 || tick > s.cfg.KeepaliveInterval {
+			tick = s.cfg.KeepaliveInterval
+		}
+		idleAt = time.Now().Add(s.cfg.KeepaliveInterval)
+	}
 	for {
-		try, stopTry := waitCtx, context.CancelFunc(func() {})
 		if w.interrupt {
 			// Best effort: a cancel that could not be sent is sent again.
 			_ = s.runs.CancelSession(waitCtx, app, user, sid, w.ticket.Seq())
-			try, stopTry = context.WithTimeout(waitCtx, interruptNudge)
+		}
+		if w.idle != nil && !time.Now().Before(idleAt) {
+			_ = w.idle.keepalive()
+			idleAt = time.Now().Add(s.cfg.KeepaliveInterval)
+		}
+		try, stopTry := waitCtx, context.CancelFunc(func() {})
+		if tick > 0 {
+			try, stopTry = context.WithTimeout(waitCtx, tick)
 		}
 		lease, err := w.ticket.Acquire(try)
 		stopTry()

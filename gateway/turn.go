@@ -58,6 +58,11 @@ type turnRequest struct {
 	// multitask is what the turn does when its session has a run going,
 	// as the request chose (empty: the model's multitask).
 	multitask spec.Multitask
+	// idle, when set, is the stream whose keepalive is called every
+	// Config.KeepaliveInterval while the turn waits in its session's line,
+	// on the goroutine that waits (its headers and a comment); its error
+	// is ignored, the request's end ending the wait.
+	idle streamSink
 	// detached: the turn is answered before it runs (a background
 	// response). When it must wait in its session's line, it begins
 	// queued without its session (turn.line) and waits, without its
