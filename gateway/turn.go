@@ -215,9 +215,15 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	if t.line != nil {
 		// Detached, it waits in the line: what is left of its begin
 		// happens once it holds the session.
-		rest, get, create := *d, get, create
+		// Copies, so that a turn that does not wait keeps its own on the
+		// stack.
+		rest, get, later := *d, get, (*sessions.CreateRequest)(nil)
+		if create != nil {
+			c := *create
+			later = &c
+		}
 		t.line.then = func(ctx context.Context, lease sessions.Lease) error {
-			sess, err := s.readLocked(ctx, get, create)
+			sess, err := s.readLocked(ctx, get, later)
 			return s.holdSession(ctx, &rest, t, h, sess, lease, err)
 		}
 		return nil
