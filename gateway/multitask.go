@@ -20,7 +20,12 @@ package gateway
 // of the line, and the run ends cancelled), for at most sessions.queue_wait
 // (then 409 session_busy, the run failed); a cancel of the queued run by
 // id, or an interrupt after it, ends it cancelled (409 run_cancelled). It
-// starts streaming only once it runs.
+// streams its run only once it runs; a stream that waited
+// server.keepalive_interval starts before (its headers and keepalives;
+// turnRequest.idle), and its failures are then the stream's. A background response's turn is
+// answered queued before it waits (turnRequest.detached): it waits without
+// its request, until it runs or a cancel, an interrupt, queue_wait or a
+// shutdown ends it.
 
 import (
 	"context"
@@ -76,7 +81,10 @@ func openAIMultitask(h http.Header) (spec.Multitask, error) {
 
 // lockTurn takes the run lock of the session req names and reads it (as
 // lockAndGet does), as the turn's multitask strategy says when the
-// session is busy. lease is not nil once the lock is held.
+// session is busy. lease is not nil once the lock is held. A detached turn
+// (turnRequest.detached) that must wait for its session neither waits nor
+// reads: it returns with its place in the line (t.line), no lease and no
+// error, and awaitSession waits for it.
 func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sessions.GetRequest, create *sessions.CreateRequest) (*sessions.Session, sessions.Lease, error) {
 	mt := d.multitask
 	if mt == "" {
@@ -89,19 +97,43 @@ func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sess
 	if lease != nil || !errors.Is(err, sessions.ErrConflict) {
 		return sess, lease, err
 	}
-	if lease, err = s.waitInLine(ctx, t, mt == spec.MultitaskInterrupt); err != nil {
+	w, err := s.joinLine(ctx, t, mt == spec.MultitaskInterrupt, d.detached)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.idle = d.idle
+	if d.detached {
+		t.line = w
+		return nil, nil, nil
+	}
+	if lease, err = s.waitInLine(t, w); err != nil {
 		return nil, nil, err
 	}
 	sess, err = s.readLocked(ctx, req, create)
 	return sess, lease, err
 }
 
-// waitInLine waits in the line of t's session for its lease, as a queued
-// run (t.rec, which startRun begins; on error beginTurn ends it), joining
-// it unless Config.MaxQueued turns wait there already; with interrupt it
-// joins whatever the line holds, drops the turns waiting ahead of it from
-// the line, cancels the runs ahead of it (running, or waiting: dropped),
-// and cancels them again every interruptNudge while it waits.
+// lineWait is a turn's place in its session's line, from joinLine to the
+// end of waitInLine.
+type lineWait struct {
+	ticket sessions.Ticket
+	// ctx is the queued run's (runs.Start's), which the wait is under.
+	ctx       context.Context
+	interrupt bool
+	// idle is the turn's keepalive while it waits (turnRequest.idle).
+	idle streamSink
+	// then completes the begin of a detached turn once it holds its
+	// session (see beginTurn).
+	then func(ctx context.Context, lease sessions.Lease) error
+}
+
+// joinLine puts t in its session's line, as a queued run (t.rec, which
+// startRun begins; on error beginTurn ends it), unless Config.MaxQueued
+// turns wait there already; with interrupt it joins whatever the line
+// holds and drops the turns waiting ahead of it from the line. The run
+// waits under ctx, or with detached under nothing but a cancel, the
+// registry's close and sessions.queue_wait (its request is answered before
+// it runs).
 //
 // The run is named before it runs, so that it is listed while it waits:
 // by t.runID when the surface has one, else by the id of the new
@@ -109,19 +141,22 @@ func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sess
 // paused invocation runs under that invocation's id, known only once it
 // reads the session: it waits unnamed, unlisted (an interrupt still
 // cancels it), and is named when it runs.
-func (s *Server) waitInLine(ctx context.Context, t *turn, interrupt bool) (sessions.Lease, error) {
-	app, user, sid := t.app.ID, t.req.UserID, t.sessionID
+func (s *Server) joinLine(ctx context.Context, t *turn, interrupt, detached bool) (w *lineWait, err error) {
 	// An interrupting turn is never refused for a full line: it empties
 	// the line ahead of it.
 	bound := s.cfg.MaxQueued
 	if interrupt {
 		bound = 0
 	}
-	ticket, err := s.queue.Join(ctx, app, user, sid, bound)
+	ticket, err := s.queue.Join(ctx, t.app.ID, t.req.UserID, t.sessionID, bound)
 	if err != nil {
 		return nil, err
 	}
-	defer ticket.Leave()
+	defer func() {
+		if err != nil {
+			ticket.Leave()
+		}
+	}()
 	id := t.runID
 	if id == "" && !resumes(t.req.NewMessage) {
 		if t.req.InvocationID == "" {
@@ -131,35 +166,69 @@ func (s *Server) waitInLine(ctx context.Context, t *turn, interrupt bool) (sessi
 	}
 	rs := t.spec(id)
 	rs.Queued, rs.Ticket = true, ticket.Seq()
-	rec, waitCtx, err := s.runs.Start(ctx, rs)
+	runCtx := ctx
+	if detached {
+		runCtx = context.WithoutCancel(ctx)
+	}
+	rec, waitCtx, err := s.runs.Start(runCtx, rs)
 	if err != nil {
 		return nil, err
 	}
 	t.rec, t.named, t.errSeq = rec, id != "", -1
 	// The turns waiting ahead are dropped from the line before the run
-	// going is cancelled: none of them takes the session as it lets go.
+	// going is cancelled (by waitInLine): none of them takes the session
+	// as it lets go.
 	if interrupt {
 		if err := ticket.DropAhead(ctx); err != nil {
 			return nil, err
 		}
 	}
-	waitCtx, stop := context.WithTimeoutCause(waitCtx, s.cfg.QueueWait, errQueueWait)
+	return &lineWait{ticket: ticket, ctx: waitCtx, interrupt: interrupt}, nil
+}
+
+// waitInLine waits in the line of t's session for its lease, and leaves
+// the line. An interrupting turn cancels the runs ahead of it (running, or
+// waiting: dropped) on any replica, and again every interruptNudge while
+// it waits. A turn with a keepalive (w.idle) sends one every
+// Config.KeepaliveInterval it waits, the first once it waited that long:
+// a turn let in sooner answers as one that never waited.
+func (s *Server) waitInLine(t *turn, w *lineWait) (sessions.Lease, error) {
+	defer w.ticket.Leave()
+	app, user, sid := t.app.ID, t.req.UserID, t.sessionID
+	waitCtx, stop := context.WithTimeoutCause(w.ctx, s.cfg.QueueWait, errQueueWait)
 	defer stop()
-	for {
-		try, stopTry := waitCtx, context.CancelFunc(func() {})
-		if interrupt {
-			// Best effort: a cancel that could not be sent is sent again.
-			_ = s.runs.CancelSession(waitCtx, app, user, sid, ticket.Seq())
-			try, stopTry = context.WithTimeout(waitCtx, interruptNudge)
+	var tick time.Duration // how long one Acquire waits; 0: until waitCtx ends
+	if w.interrupt {
+		tick = interruptNudge
+	}
+	var idleAt time.Time // when the next keepalive is due
+	if w.idle != nil {
+		if tick == 0 || tick > s.cfg.KeepaliveInterval {
+			tick = s.cfg.KeepaliveInterval
 		}
-		lease, err := ticket.Acquire(try)
+		idleAt = time.Now().Add(s.cfg.KeepaliveInterval)
+	}
+	for {
+		if w.interrupt {
+			// Best effort: a cancel that could not be sent is sent again.
+			_ = s.runs.CancelSession(waitCtx, app, user, sid, w.ticket.Seq())
+		}
+		if w.idle != nil && !time.Now().Before(idleAt) {
+			_ = w.idle.keepalive()
+			idleAt = time.Now().Add(s.cfg.KeepaliveInterval)
+		}
+		try, stopTry := waitCtx, context.CancelFunc(func() {})
+		if tick > 0 {
+			try, stopTry = context.WithTimeout(waitCtx, tick)
+		}
+		lease, err := w.ticket.Acquire(try)
 		stopTry()
 		switch {
 		case err == nil:
 			return lease, nil
 		case errors.Is(err, sessions.ErrDropped):
 			// A later turn interrupts this one; its cancel may come after.
-			rec.Cancel(errRunCancelled)
+			t.rec.Cancel(errRunCancelled)
 			return nil, errRunCancelled
 		case waitCtx.Err() != nil:
 			cause := context.Cause(waitCtx)
@@ -171,6 +240,20 @@ func (s *Server) waitInLine(ctx context.Context, t *turn, interrupt bool) (sessi
 			return nil, err // the line failed, not the wait
 		}
 	}
+}
+
+// awaitSession waits, for a detached turn that began in its session's
+// line (t.line), for its session, and completes its begin as beginTurn
+// does for the others, under ctx (the turn's, detached from its request).
+// On error the turn holds no lock, but still its limits slot and its run,
+// which the caller ends with the error (abandon) once it recorded it.
+func (s *Server) awaitSession(ctx context.Context, t *turn) error {
+	w := t.line
+	lease, err := s.waitInLine(t, w)
+	if err != nil {
+		return err
+	}
+	return w.then(ctx, lease)
 }
 
 // resumes reports whether a turn's message answers calls of a paused

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway"
+	"github.com/agentgate/agentgate/gateway/openaiwire/responsescheck"
 )
 
 // heldTurns is a model whose calls each stream a partial "…" (when
@@ -561,4 +563,275 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// a2a sends a JSON-RPC request with method and a message saying text in
+// context s1 of u1 to the A2A route of app "fake"; ctx ends the request.
+func (f *nativeFixture) a2a(ctx context.Context, method, text string) (*http.Response, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m-` + text +
+		`","role":"user","contextId":"s1","parts":[{"kind":"text","text":"` + text + `"}]},"metadata":{"user":"u1"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/a2a/fake", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
+}
+
+// A2A turns follow the model's multitask on their context (the session):
+// with enqueue a message/send on a busy context waits, listed queued, and
+// runs after the run going, seeing it; with interrupt a message/stream
+// cancels the run going (its client told), then runs.
+func TestMultitaskA2A(t *testing.T) {
+	t.Run("enqueue", func(t *testing.T) {
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+			sent := make(chan []byte, 1)
+			go func() {
+				var body []byte
+				if resp, err := f.a2a(t.Context(), "message/send", "a2"); err == nil {
+					body, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				sent <- body
+			}()
+			ids := f.waitRuns("running", "queued")
+			m.release <- struct{}{}
+			result(t, first)
+			if got := next(t, m.started, "the A2A turn's call"); got != "a2" {
+				t.Errorf("the call after the first answered %q", got)
+			}
+			m.release <- struct{}{}
+			var res map[string]any
+			select {
+			case body := <-sent:
+				_ = json.Unmarshal(body, &res)
+			case <-time.After(10 * time.Second):
+				t.Fatal("message/send did not answer")
+			}
+			if dig(res, "result", "status", "state") != "completed" || dig(res, "result", "id") != ids[1] ||
+				dig(res, "result", "artifacts", 0, "parts", 0, "text") != "re:a2" {
+				t.Errorf("message/send answered %v, want task %s completed", res, ids[1])
+			}
+			f.waitRuns("completed", "completed")
+			reqs := f.fakes["solo"].requests()
+			if got := transcript(reqs[len(reqs)-1]); !slices.Equal(got, []string{"user:x1", "model:re:x1", "user:a2"}) {
+				t.Errorf("the A2A turn's call was sent %q", got)
+			}
+		})
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		onStores(t, func(t *testing.T, store fixtureOpt) {
+			f, m, first := busySession(t, spec.MultitaskInterrupt, store)
+			streamed := make(chan []byte, 1)
+			go func() {
+				var body []byte
+				if resp, err := f.a2a(t.Context(), "message/stream", "a2"); err == nil {
+					body, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				streamed <- body
+			}()
+			if got := next(t, m.aborted, "the first call's abort"); got != "x1" {
+				t.Errorf("aborted the call of %q", got)
+			}
+			if r := result(t, first); !strings.Contains(r.lastFrame(), `"error"`) {
+				t.Errorf("the interrupted turn's client: %v", r.frames)
+			}
+			if got := next(t, m.started, "the A2A turn's call"); got != "a2" {
+				t.Errorf("the call after the interrupt answered %q", got)
+			}
+			m.release <- struct{}{}
+			select {
+			case body := <-streamed:
+				frames := sseResults(t, &http.Response{Body: io.NopCloser(bytes.NewReader(body))})
+				if len(frames) == 0 || dig(frames[len(frames)-1], "status", "state") != "completed" {
+					t.Errorf("message/stream sent %v", frames)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("message/stream did not end")
+			}
+			f.waitRuns("cancelled", "completed")
+			if got, want := f.sessionTexts(), []string{"user:x1", "user:a2", "solo:re:a2"}; !slices.Equal(got, want) {
+				t.Errorf("session %q, want %q", got, want)
+			}
+		})
+	})
+}
+
+// queuedStream is a /run_sse request whose lines are read as they come.
+type queuedStream struct {
+	t     *testing.T
+	resp  *http.Response
+	lines chan string // closed at the end of the body
+}
+
+// openQueuedStream posts a streamed /run_sse turn with text on s1 and
+// returns once the response's headers came (the test fails if they do
+// not).
+func (f *nativeFixture) openQueuedStream(text string) *queuedStream {
+	f.t.Helper()
+	return f.openStreamAt("/run_sse", `{"appName":"fake","userId":"u1","sessionId":"s1","streaming":true,"newMessage":{"parts":[{"text":"`+text+`"}]}}`)
+}
+
+// openStreamAt is openQueuedStream for a body posted to path, with
+// headers.
+func (f *nativeFixture) openStreamAt(path, body string, header ...string) *queuedStream {
+	f.t.Helper()
+	req := f.sseRequest(http.MethodPost, path, body, header...)
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			resp = nil
+		}
+		got <- resp
+	}()
+	var resp *http.Response
+	select {
+	case resp = <-got:
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("the queued stream sent no headers")
+	}
+	if resp == nil {
+		f.t.Fatal("the request failed")
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	q := &queuedStream{t: f.t, resp: resp, lines: make(chan string, 64)}
+	go func() {
+		defer close(q.lines)
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			q.lines <- strings.TrimSuffix(line, "\n")
+		}
+	}()
+	return q
+}
+
+// until reads lines up to the first one starting with prefix, and returns
+// the lines read (with it); it fails the test at the end of the body.
+func (q *queuedStream) until(prefix string) []string {
+	q.t.Helper()
+	return q.read(prefix)
+}
+
+// rest reads the lines left, to the end of the body.
+func (q *queuedStream) rest() []string {
+	q.t.Helper()
+	return q.read("")
+}
+
+// read reads lines up to the first one starting with prefix, or with
+// prefix empty to the end of the body.
+func (q *queuedStream) read(prefix string) []string {
+	q.t.Helper()
+	var read []string
+	for {
+		select {
+		case line, ok := <-q.lines:
+			switch {
+			case !ok && prefix == "":
+				return read
+			case !ok:
+				q.t.Fatalf("the stream ended without %q: %q", prefix, read)
+			}
+			read = append(read, line)
+			if prefix != "" && strings.HasPrefix(line, prefix) {
+				return read
+			}
+		case <-time.After(10 * time.Second):
+			q.t.Fatalf("the stream sent no %q and did not end: %q", prefix, read)
+		}
+	}
+}
+
+// keptAlive checks that the stream started as an SSE stream whose first
+// line is a keepalive.
+func (q *queuedStream) keptAlive() {
+	q.t.Helper()
+	if q.resp.StatusCode != http.StatusOK || q.resp.Header.Get("Content-Type") != "text/event-stream" {
+		q.t.Fatalf("a queued stream answered %d %v", q.resp.StatusCode, q.resp.Header)
+	}
+	if read := q.until(":"); len(read) != 1 || read[0] != ": keepalive" {
+		q.t.Errorf("a queued stream began with %q, want a keepalive", read)
+	}
+}
+
+
+// A queued /run_sse turn keeps its connection alive, so that a proxy's
+// idle timeout does not cut it: once it waited server.keepalive_interval
+// its stream starts (200, the SSE headers) and gets a keepalive comment
+// every interval, then streams its run as any other. One that leaves the
+// line without running once its stream started (cancelled by id here)
+// ends with the error frame, numbered as its run's CANCELLED event.
+func TestMultitaskQueuedStreamKeepsAlive(t *testing.T) {
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store, func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
+		waiting := f.openQueuedStream("x2")
+		cancelled := f.openQueuedStream("x3")
+		ids := f.waitRuns("running", "queued", "queued")
+		waiting.keptAlive()
+		cancelled.keptAlive()
+		f.mustDo(http.StatusOK, http.MethodPost, runsBase+"/"+ids[2]+"/cancel", "")
+		var frames []string
+		for _, line := range cancelled.rest() {
+			if line != "" && line != ": keepalive" {
+				frames = append(frames, line)
+			}
+		}
+		if want := []string{"id: " + ids[2] + ":0", `data: {"error":"The run was cancelled."}`}; !slices.Equal(frames, want) {
+			t.Errorf("the cancelled queued stream ended with %q, want %q", frames, want)
+		}
+		m.release <- struct{}{}
+		result(t, first)
+		next(t, m.started, "the queued turn's call")
+		m.release <- struct{}{}
+		read := waiting.rest()
+		if i := slices.IndexFunc(read, func(l string) bool { return strings.HasPrefix(l, "id: ") }); i < 0 || read[i] != "id: "+ids[1]+":0" ||
+			!strings.Contains(read[len(read)-2], `"text":"re:x2"`) {
+			t.Errorf("the queued stream, once it ran: %q", read)
+		}
+		f.waitRuns("completed", "completed", "cancelled")
+	})
+}
+
+// The /v1 streams keep a queued turn's connection alive as /run_sse does:
+// a chat completion's stream starts (200, X-Session-Id) and gets
+// keepalives while it waits, then its chunks and [DONE]; a Responses
+// stream cancelled while it waits, after its keepalives, is a whole
+// response that failed cancelled.
+func TestMultitaskQueuedOpenAIStreamsKeepAlive(t *testing.T) {
+	f, m, first := busySession(t, spec.MultitaskEnqueue, func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
+	chat := f.openStreamAt("/v1/chat/completions", `{"model":"fake","user":"u1","stream":true,"messages":[{"role":"user","content":"c2"}]}`, "X-Session-Id", "s1")
+	responses := f.openStreamAt("/v1/responses", `{"model":"fake","user":"u1","conversation":"s1","stream":true,"input":"r3"}`)
+	ids := f.waitRuns("running", "queued", "queued")
+	chat.keptAlive()
+	responses.keptAlive()
+	if got := chat.resp.Header.Get("X-Session-Id"); got != "s1" {
+		t.Errorf("the queued chat stream's X-Session-Id %q", got)
+	}
+	f.mustDo(http.StatusOK, http.MethodPost, runsBase+"/"+ids[2]+"/cancel", "")
+	body := strings.Join(responses.rest(), "\n")
+	if err := responsescheck.Stream([]byte(body)); err != nil {
+		t.Errorf("the cancelled queued Responses stream against the specification: %v\n%s", err, body)
+	}
+	if frames := responsescheck.Frames([]byte(body)); len(frames) != 3 || frames[2].Event != "response.failed" ||
+		!strings.Contains(string(frames[2].Data), `"status":"cancelled"`) {
+		t.Errorf("the cancelled queued Responses stream: %s", body)
+	}
+	m.release <- struct{}{}
+	result(t, first)
+	if got := next(t, m.started, "the chat turn's call"); got != "c2" {
+		t.Errorf("the call after the first answered %q", got)
+	}
+	m.release <- struct{}{}
+	read := chat.rest()
+	if len(read) < 2 || read[len(read)-2] != "data: [DONE]" || !strings.Contains(strings.Join(read, "\n"), `"role":"assistant"`) {
+		t.Errorf("the queued chat stream, once it ran: %q", read)
+	}
+	f.waitRuns("completed", "completed", "cancelled")
 }

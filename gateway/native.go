@@ -119,8 +119,11 @@ func (nt *nativeTurn) loaded(ctx context.Context, s *Server) error {
 }
 
 // beginNativeRun decodes a run request and begins its turn. Every failure
-// here is answered with a status before any event is sent.
-func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
+// here is answered with a status before any event is sent, but for a
+// stream's (ns not nil) that waited in its session's line long enough to
+// get keepalives: ns is then set up for the turn, and its writer may have
+// started.
+func (s *Server) beginNativeRun(c *gin.Context, ns *nativeStream) (*nativeTurn, error) {
 	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
@@ -170,6 +173,10 @@ func (s *Server) beginNativeRun(c *gin.Context) (*nativeTurn, error) {
 	d := turnRequest{app: a, user: req.UserID, named: true, sessionID: req.SessionID, sessionField: "sessionId",
 		message: msg, stateDelta: req.StateDelta, multitask: mt,
 		config: agentcore.RunConfig{Streaming: req.Streaming, StreamSubAgents: req.StreamSubAgents || a.StreamSubAgents}}
+	if ns != nil {
+		*ns = nativeStream{nativeSink: nativeSink{s: s, c: c, t: &nt.turn, split: nt.splitArtifacts}, keep: nt.keepOnDisconnect}
+		d.idle = ns
+	}
 	if err := s.beginTurn(c.Request.Context(), &d, &nt.turn, nt); err != nil {
 		return nil, err
 	}
@@ -211,7 +218,7 @@ func (s *Server) checkInvocation(ctx context.Context, sess *sessions.Session, in
 
 // nativeRun answers POST /run with the JSON array of the run's events.
 func (s *Server) nativeRun(c *gin.Context) {
-	nt, err := s.beginNativeRun(c)
+	nt, err := s.beginNativeRun(c, nil)
 	if err != nil {
 		writeNativeError(c, classify(err))
 		return
@@ -221,20 +228,27 @@ func (s *Server) nativeRun(c *gin.Context) {
 }
 
 // nativeRunSSE answers POST /run_sse with one "data:" frame per event. The
-// status is decided before the first frame: failures until then are plain
-// error responses, later ones a data: {"error": ...} frame.
+// status is decided before the first frame, or the first keepalive of a
+// turn waiting in its session's line: failures until then are plain error
+// responses, later ones a data: {"error": ...} frame.
 func (s *Server) nativeRunSSE(c *gin.Context) {
-	nt, err := s.beginNativeRun(c)
+	ns := new(nativeStream)
+	nt, err := s.beginNativeRun(c, ns)
 	if err != nil {
-		writeNativeError(c, classify(err))
+		if ns.w == nil {
+			writeNativeError(c, classify(err))
+			return
+		}
+		// It left the line without running: the error frame is numbered
+		// as the error event its run logged.
+		s.failNative(c, ns.w, ns.t.frameID(ns.t.errSeq), err)
 		return
 	}
 	ctx := c.Request.Context()
 	if nt.keepOnDisconnect {
 		ctx = context.WithoutCancel(ctx) // cancelled by id or shutdown only
 	}
-	s.runTurn(ctx, &nt.turn, &nativeStream{nativeSink: nativeSink{s: s, c: c, t: &nt.turn, split: nt.splitArtifacts},
-		keep: nt.keepOnDisconnect})
+	s.runTurn(ctx, &nt.turn, ns)
 }
 
 // nativeSink is what the native run routes' sinks share: the view of the

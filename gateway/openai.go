@@ -154,8 +154,16 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv)
+	var waited *chatStream // a stream's, which may start while the turn waits in its session's line
+	if req.Stream {
+		waited = &chatStream{chatSink: chatSink{s: s, c: c}}
+	}
+	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv, waited)
 	if err != nil {
+		if waited != nil && waited.w != nil {
+			waited.fail(waited.w, err)
+			return
+		}
 		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
 		return
 	}
@@ -166,7 +174,8 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	// not kept while the turn runs: its messages may be a long history.
 	cs := chatSink{s: s, c: c, turn: turn, enc: s.encoderFor(turn, req)}
 	if req.Stream {
-		s.runTurn(c.Request.Context(), &turn.turn, &chatStream{chatSink: cs})
+		waited.chatSink = cs
+		s.runTurn(c.Request.Context(), &turn.turn, waited)
 	} else {
 		s.runTurn(c.Request.Context(), &turn.turn, &chatAnswer{chatSink: cs})
 	}
@@ -197,8 +206,10 @@ func validSessionID(id string) bool {
 
 // beginChat begins the turn of a validated request and its conversation:
 // whose session, what is new input, which client tools and per-turn
-// settings.
-func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation) (*chatTurn, error) {
+// settings. A streamed request's stream (st, nil otherwise) gets the turn,
+// and keepalives while it waits in its session's line: it may have started
+// when beginChat fails.
+func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation, st *chatStream) (*chatTurn, error) {
 	msg, responses, err := newInput(conv, "messages", "The request has no new input: the messages after the last assistant message must include a user or tool message.")
 	if err != nil {
 		return nil, err
@@ -218,6 +229,9 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 		create: len(responses) == 0}
 	if !d.create {
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
+	}
+	if st != nil {
+		st.turn, d.idle = ct, st
 	}
 	err = s.beginTurn(ctx, &d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
@@ -412,7 +426,7 @@ func (cs *chatSink) fail(w *sseWriter, err error) {
 // as long as the stream is open (see docs/benchmarks-memory.md).
 type chatStream struct {
 	chatSink
-	w *sseWriter // nil until the first frame
+	w *sseWriter // nil until the first frame or keepalive
 }
 
 // start sends the headers with the first frame, in one flush.
@@ -493,12 +507,9 @@ func (cs *chatStream) keepalive() error {
 func (cs *chatStream) end(_ context.Context, err error) {
 	run := cs.turn.run
 	if err == nil {
-		var chunks []openaiwire.ChatCompletionChunk
-		if cs.w == nil {
-			// Nothing was shown yet (a silent turn): still open with
-			// the role chunk so clients see a well-formed response.
-			chunks = cs.enc.Start(run.StartAgent(), run.InvocationID())
-		}
+		// Nothing shown yet (a silent turn): still the role chunk first, so
+		// clients see a well-formed response.
+		chunks := cs.enc.Start(run.StartAgent(), run.InvocationID())
 		err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame)
 	}
 	annotateRun(cs.c, run)

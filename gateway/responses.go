@@ -273,8 +273,18 @@ func (s *Server) createResponse(c *gin.Context) {
 		return
 	}
 	resp := req.NewResponse(openaiwire.NewResponseID(), s.cfg.Now().Unix())
-	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID, mt)
+	var waited *responsesStream // a stream's, which may start while the turn waits in its session's line
+	if req.Stream && !req.Background {
+		waited = &responsesStream{responsesSink: responsesSink{s: s, ctx: ctx, c: c}}
+	}
+	rt, err := s.beginResponse(ctx, a, req, conv, resp.ID, mt, waited)
 	if err != nil {
+		if waited != nil && waited.w != nil {
+			// It left the line without running: the response fails.
+			waited.enc = s.responsesEncoder(resp, waited.turn.clientToolNames(), s.cfg.Now)
+			waited.end(ctx, err)
+			return
+		}
 		writeOpenAIError(c, chatError(nil, err))
 		return
 	}
@@ -290,7 +300,8 @@ func (s *Server) createResponse(c *gin.Context) {
 		s.startBackground(c, &responsesBackground{responsesSink: rs}, req.Stream)
 	case req.Stream:
 		rs.c = c
-		s.runTurn(ctx, &rt.turn, &responsesStream{responsesSink: rs})
+		waited.responsesSink = rs
+		s.runTurn(ctx, &rt.turn, waited)
 	default:
 		rs.c = c
 		s.runTurn(ctx, &rt.turn, &responsesAnswer{responsesSink: rs})
@@ -303,8 +314,13 @@ func (s *Server) createResponse(c *gin.Context) {
 // client tools and per-turn settings.
 //
 // A background turn's run is named by the response id (id), and kept for
-// replays once it ended. mt is the request's multitask strategy.
-func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string, mt spec.Multitask) (*responsesTurn, error) {
+// replays once it ended; on a busy session (enqueue, interrupt) it begins
+// in the session's line, answered queued before it waits there (see
+// startBackground). mt is the request's multitask strategy. A streamed
+// request's stream (st, nil otherwise) gets the turn, and keepalives while
+// it waits in its session's line: it may have started when beginResponse
+// fails.
+func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.ResponsesRequest, conv openaiwire.Conversation, id string, mt spec.Multitask, st *responsesStream) (*responsesTurn, error) {
 	msg, responses, err := newInput(conv, "input", "The request has no new input: the items after the last assistant message or function_call must include a user message or a function_call_output.")
 	if err != nil {
 		return nil, err
@@ -313,7 +329,7 @@ func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.Resp
 	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), message: msg, metadata: req.Metadata,
 		clientTools: req.FunctionDeclarations(), multitask: mt, config: agentcore.RunConfig{Streaming: req.Stream || req.Background}}
 	if req.Background {
-		d.runID, d.retention = id, s.cfg.RunRetention
+		d.runID, d.retention, d.detached = id, s.cfg.RunRetention, true
 	}
 	switch {
 	case req.PreviousResponseID != "" || req.Conversation != nil:
@@ -339,10 +355,15 @@ func (s *Server) beginResponse(ctx context.Context, a *app, req *openaiwire.Resp
 	if d.sessionID != "" && !d.create && d.missing == nil && len(responses) > 0 {
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
+	if st != nil {
+		st.turn, d.idle = rt, st
+	}
 	err = s.beginTurn(ctx, &d, &rt.turn, rt)
-	rt.system, rt.history, rt.entry, rt.seed = "", nil, nil, nil
 	if err != nil {
 		return nil, err
+	}
+	if rt.line == nil { // else its loaded is still to come (awaitSession)
+		rt.system, rt.history, rt.entry, rt.seed = "", nil, nil, nil
 	}
 	return rt, nil
 }
@@ -492,7 +513,7 @@ func (rs *responsesSink) save() error {
 // responsesStream writes a streamed response.
 type responsesStream struct {
 	responsesSink
-	w *sseWriter // nil until the first frame
+	w *sseWriter // nil until the first frame or keepalive
 }
 
 func (st *responsesStream) write(events []openaiwire.ResponseEvent) error {
@@ -507,7 +528,7 @@ func (st *responsesStream) start() *sseWriter {
 }
 
 func (st *responsesStream) event(ev *sessions.Event) error {
-	if st.w == nil {
+	if !st.enc.Started() {
 		if err := st.write(st.enc.Start()); err != nil {
 			return err
 		}

@@ -77,9 +77,11 @@ func (b *responsesBackground) end(_ context.Context, err error) {
 // startBackground starts a background turn that began: the record is
 // stored in_progress, the run goes on without the request, and the client
 // gets the response object, or with stream the run's events as they come
-// (leaving does not stop the run). A record that cannot be stored fails
-// the request before anything runs: nobody could poll, replay or cancel
-// the response.
+// (leaving does not stop the run). A turn that began in its session's line
+// (multitask enqueue or interrupt on a busy session) is stored queued and
+// answered so at once; it waits in the line without the request (see
+// runQueued). A record that cannot be stored fails the request before
+// anything runs: nobody could poll, replay or cancel the response.
 func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream bool) {
 	ctx := context.WithoutCancel(c.Request.Context())
 	b.ctx = ctx
@@ -87,26 +89,70 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 	if b.turn.stored {
 		b.enc.SetSession(b.turn.sessionID)
 	}
+	if t.line != nil {
+		b.enc.Response().Status = openaiwire.StatusQueued
+	}
 	if err := b.save(); err != nil {
 		t.abandon(ctx, err)
 		writeOpenAIError(c, notStored(err))
 		return
 	}
-	runCtx, err := s.startRun(ctx, t)
-	if err != nil {
-		ae := classify(err)
-		b.enc.Fail(toWire(ae), nil)
-		_ = b.save()
-		writeOpenAIError(c, ae)
-		return
-	}
 	snapshot := *b.enc.Response()
-	go s.driveRun(runCtx, t, b)
+	if t.line != nil {
+		go s.runQueued(ctx, b)
+	} else {
+		runCtx, err := s.startRun(ctx, t)
+		if err != nil {
+			writeOpenAIError(c, b.unrun(err))
+			return
+		}
+		go s.driveRun(runCtx, t, b)
+	}
 	if stream {
 		s.streamBackground(c, snapshot.ID, -1)
 		return
 	}
 	c.JSON(http.StatusOK, &snapshot)
+}
+
+// runQueued waits in its session's line for the turn of a background
+// response stored queued, then runs it: its record says in_progress from
+// when it holds the session. One that never runs (cancelled, interrupted,
+// out of sessions.queue_wait, ended by a shutdown, or its session no
+// longer what the request needs) has its record ended before its run, as
+// one that ran does: whoever waits for the run's end (a cancel) reads the
+// final record.
+func (s *Server) runQueued(ctx context.Context, b *responsesBackground) {
+	t := &b.turn.turn
+	err := s.awaitSession(ctx, t)
+	t.line = nil
+	var runCtx context.Context
+	if err == nil {
+		b.enc.Response().Status = openaiwire.StatusInProgress
+		_ = b.save() // a record left queued ends all the same: its run's end replaces it
+		runCtx = t.rec.Begin(ctx)
+		err = context.Cause(runCtx)
+	}
+	if err != nil {
+		b.unrun(err)
+		t.abandon(ctx, err)
+		return
+	}
+	s.driveRun(runCtx, t, b)
+}
+
+// unrun records the end of a background response whose turn did not run:
+// cancelled, or failed with err. It returns the error as the client sees
+// it.
+func (b *responsesBackground) unrun(err error) *apiError {
+	ae := classify(err)
+	if cancelled(err) {
+		b.enc.Cancel(nil)
+	} else {
+		b.enc.Fail(toWire(ae), nil)
+	}
+	_ = b.save()
+	return ae
 }
 
 // streamBackground streams background response id's events after

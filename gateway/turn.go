@@ -58,6 +58,16 @@ type turnRequest struct {
 	// multitask is what the turn does when its session has a run going,
 	// as the request chose (empty: the model's multitask).
 	multitask spec.Multitask
+	// idle, when set, is the stream whose keepalive is called every
+	// Config.KeepaliveInterval while the turn waits in its session's line,
+	// on the goroutine that waits (its headers and a comment); its error
+	// is ignored, the request's end ending the wait.
+	idle streamSink
+	// detached: the turn is answered before it runs (a background
+	// response). When it must wait in its session's line, it begins
+	// queued without its session (turn.line) and waits, without its
+	// request, in awaitSession.
+	detached bool
 	// runID names the run when it is known before it starts (an A2A
 	// task's id, also when the turn resumes it); otherwise the run is
 	// named by its invocation id at its first event.
@@ -106,6 +116,9 @@ type turn struct {
 	runID     string
 	retention time.Duration
 	value     any
+	// line is a detached turn's place in its session's line while it
+	// waits there (see turnRequest.detached), nil otherwise.
+	line *lineWait
 	// rec is the turn's entry in the run registry, run the runtime's run:
 	// both set once it started.
 	rec *runs.Run
@@ -134,7 +147,9 @@ func noRelease() {}
 // beginTurn decides the turn d describes into t: on success t's session
 // is locked (when it is stored), the user's limits admitted it, and
 // t.release and t.slot must be let go of, which runTurn or startRun does;
-// on error nothing is held.
+// on error nothing is held. A detached turn may instead begin waiting in
+// its session's line (t.line), its lock and read still to come from
+// awaitSession.
 func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnHooks) (err error) {
 	a := d.app
 	if err := allowModel(ctx, a.ID); err != nil {
@@ -197,6 +212,30 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	}
 	get := sessions.GetRequest{AppName: a.ID, UserID: user, SessionID: t.sessionID, Window: window}
 	sess, lease, err := s.lockTurn(ctx, d, t, get, create)
+	if t.line != nil {
+		// Detached, it waits in the line: what is left of its begin
+		// happens once it holds the session.
+		// Copies, so that a turn that does not wait keeps its own on the
+		// stack.
+		rest, get, later := *d, get, (*sessions.CreateRequest)(nil)
+		if create != nil {
+			c := *create
+			later = &c
+		}
+		t.line.then = func(ctx context.Context, lease sessions.Lease) error {
+			sess, err := s.readLocked(ctx, get, later)
+			return s.holdSession(ctx, &rest, t, h, sess, lease, err)
+		}
+		return nil
+	}
+	return s.holdSession(ctx, d, t, h, sess, lease, err)
+}
+
+// holdSession completes the begin of turn t, which took its session's lock
+// (lease; nil when it did not, err saying why) and read the session (sess,
+// or err): the surface checks the session (h.loaded). On error the lock is
+// let go of.
+func (s *Server) holdSession(ctx context.Context, d *turnRequest, t *turn, h turnHooks, sess *sessions.Session, lease sessions.Lease, err error) error {
 	if lease == nil {
 		return err // not locked
 	}
@@ -310,9 +349,13 @@ func (s *Server) startRun(ctx context.Context, t *turn) (context.Context, error)
 }
 
 // abandon lets go of what a turn that began holds (its session's lock and
-// its limits slot, and the run it is registered as when it waited in its
-// session's line, ended with err) when it is not to run after all.
+// its limits slot, its place in its session's line, and the run it is
+// registered as when it waited there, ended with err) when it is not to
+// run after all.
 func (t *turn) abandon(ctx context.Context, err error) {
+	if t.line != nil {
+		t.line.ticket.Leave()
+	}
 	t.release()
 	t.slot.End(0)
 	if t.rec != nil {

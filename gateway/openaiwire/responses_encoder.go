@@ -352,5 +352,8 @@ func (e *ResponsesEncoder) ToolCalls() []EmittedToolCall {
 	return append([]EmittedToolCall(nil), e.calls...)
 }
 
+// Started reports whether Start's events (or an ending's) were made.
+func (e *ResponsesEncoder) Started() bool { return e.started }
+
 // Finished reports whether the response has ended.
 func (e *ResponsesEncoder) Finished() bool { return e.finished }
