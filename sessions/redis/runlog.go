@@ -25,8 +25,8 @@ import (
 // longer). See docs/sessions.md.
 //
 // The replica that runs a run is its log's only writer: it learns where
-// the stream stands when it opens it (one round trip), then numbers the
-// frames itself, so that Append answers at once, and writes them in
+// the stream stands when it opens it (one round trip; none for a run id
+// just made, see OpenFresh), then numbers the frames itself, so that Append answers at once, and writes them in
 // batches, one script each, in order: those appended within Linger of the
 // first one waiting (a timer then writes them), or at once when End, a
 // Read or Follow on this replica, or an Append beyond MaxPending needs
@@ -192,6 +192,10 @@ type runWriter struct {
 	// sending: a write is due after the linger (timer) or under way.
 	sending bool
 	timer   *time.Timer
+	// opened: the stream was opened in Redis (a write succeeded, or the
+	// writer was made by reading where it stood); a fresh writer's is not
+	// until its first write.
+	opened bool
 	// err is the last write's failure, nil once one succeeded.
 	err error
 	// changed is closed (and replaced) when a write finished.
@@ -230,9 +234,17 @@ func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
 	if w := l.writers[run]; w != nil { // opened meanwhile
 		return w, nil
 	}
-	w = &runWriter{run: run, next: last - 1, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
-	l.writers[run] = w
+	w = l.newWriterLocked(run, last-1)
+	w.opened = true
 	return w, nil
+}
+
+// newWriterLocked makes and records the writer of run, its next frame
+// numbered next.
+func (l *RunLog) newWriterLocked(run string, next int64) *runWriter {
+	w := &runWriter{run: run, next: next, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
+	l.writers[run] = w
+	return w
 }
 
 // localWriter is this process's writer of run's log, if any.
@@ -247,6 +259,19 @@ func (l *RunLog) localWriter(run string) *runWriter {
 func (l *RunLog) Open(ctx context.Context, run string) error {
 	_, err := l.writer(ctx, run)
 	return err
+}
+
+// OpenFresh implements runs.FreshOpener: it starts this process's writer
+// of run's log at frame 0, without a round trip; the first write, with
+// the first frames or the end, opens the stream (its script opens one
+// that does not exist). Until then a Read here finds the log open and
+// empty, and a Follow anywhere waits for it (see Follow).
+func (l *RunLog) OpenFresh(run string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writers[run] == nil {
+		l.newWriterLocked(run, 0)
+	}
 }
 
 // Append implements runs.EventLog: it numbers the frame and leaves its
@@ -374,7 +399,7 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 				w.ends[i] -= len(data)
 			}
 			w.ends = w.ends[:m]
-			w.ended = end
+			w.ended, w.opened = end, true
 		}
 		if ended { // by another writer: nothing more is written
 			w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
@@ -481,6 +506,14 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 	if err := l.settle(ctx, run); err != nil {
 		return nil, false, err
 	}
+	// A fresh writer here that has not written yet: a stream not found
+	// is one not yet opened, rather than one gone.
+	unopened := false
+	if w := l.localWriter(run); w != nil {
+		w.mu.Lock()
+		unopened = !w.opened
+		w.mu.Unlock()
+	}
 	key := l.key(run)
 	var first, last, rest *goredis.XMessageSliceCmd
 	_, err := l.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
@@ -496,7 +529,13 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 	if err != nil {
 		return nil, false, l.s.fail(ctx, "run log", err)
 	}
-	if len(first.Val()) == 0 {
+	switch {
+	case len(first.Val()) > 0:
+	case unopened && after == -1:
+		return nil, false, nil
+	case unopened:
+		return nil, false, runs.ErrCursor
+	default:
 		return nil, false, runs.ErrNotFound
 	}
 	firstSeq, ok1 := entrySeq(first.Val()[0].ID)
@@ -541,10 +580,15 @@ func entryFrames(msgs []goredis.XMessage) ([]runs.Frame, bool) {
 
 // Follow implements runs.EventLog: what Read has after the cursor, then
 // XREAD BLOCK for the rest, on one of the client's connections while it
-// waits.
+// waits. A log not found is waited for one XREAD (a second): a run whose
+// id was just made has its log created by its first write, within Linger
+// (see OpenFresh); ErrNotFound if it is still not there then.
 func (l *RunLog) Follow(ctx context.Context, run string, after int64) iter.Seq2[runs.Frame, error] {
 	return func(yield func(runs.Frame, error) bool) {
 		frames, ended, err := l.Read(ctx, run, after, 0)
+		if errors.Is(err, runs.ErrNotFound) {
+			err = nil // not yet, perhaps: the XREAD below waits for it
+		}
 		if err != nil {
 			yield(runs.Frame{}, err)
 			return
