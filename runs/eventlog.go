@@ -125,6 +125,18 @@ type FreshOpener interface {
 	OpenFresh(run string)
 }
 
+// An IndexEnder is an EventLog that can record a run's final Info in an
+// Index and end its log in one round trip (the Redis log, with the index
+// of its own store, on a single node): Run.Finish then uses it instead of
+// Index.Put and End.
+type IndexEnder interface {
+	// PutEnd does what idx.Put(ctx, in, retention) then End(ctx, in.ID)
+	// do: a reader that finds the log ended finds in in idx. It returns
+	// End's error; the record is best effort, as a Put alone is for
+	// Finish.
+	PutEnd(ctx context.Context, idx Index, in Info, retention time.Duration) error
+}
+
 // Errors of an EventLog, beside ErrNotFound (no log of that run, or it
 // expired).
 var (

@@ -537,11 +537,16 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	cancel := run.cancel
 	run.mu.Unlock()
 	cancel(nil)
-	// The index says it ended before the log does: whoever waits for
-	// the log's end reads the final status.
-	run.put(ctx)
-	if log := run.reg.cfg.Log; log != nil && id != "" {
-		_ = log.End(context.WithoutCancel(ctx), id)
+	// The index says it ended before the log does (or in the same
+	// step): whoever waits for the log's end reads the final status.
+	log, idx := run.reg.cfg.Log, run.reg.cfg.Index
+	if e, ok := log.(IndexEnder); ok && idx != nil && id != "" {
+		_ = e.PutEnd(context.WithoutCancel(ctx), idx, run.Info(), run.retention)
+	} else {
+		run.put(ctx)
+		if log != nil && id != "" {
+			_ = log.End(context.WithoutCancel(ctx), id)
+		}
 	}
 	run.reg.finished(run, id)
 	// Done closes last: whoever waits on it sees the log ended and the

@@ -110,13 +110,18 @@ func (l *RunLog) key(run string) string {
 // from ARGV[3] on, their JSON one after the other in ARGV[4] and where
 // each ends (1-based, inclusive) in ARGV[5], comma-separated; with ARGV[6]
 // "1" it ends the log after them. ARGV[1] is MAXLEN, ARGV[2] the expiry in
-// ms. A stream that does not exist is opened first ("0-1"), unless the
+// ms. With KEYS[2] it first puts a run's index entry (indexPut): field
+// ARGV[7] of the hash KEYS[2] set to ARGV[8], expiring ARGV[9] ms later. A stream that does not exist is opened first ("0-1"), unless the
 // frames do not start at 0 (it expired while its run went on: they are
 // written where they belong, and older cursors are answered as trimmed).
 // Frames already there are skipped (a write tried again after a lost
 // reply). It answers the number of the last entry, "ENDED" when the log
 // had ended, or an error when the frames would leave a hole.
 var runWriteScript = goredis.NewScript(`
+if KEYS[2] then
+  redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
+  redis.call('PEXPIRE', KEYS[2], ARGV[9])
+end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
 local n = tonumber(ARGV[3]) + 2
 local lastn
@@ -155,16 +160,23 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return tostring(lastn)
 `)
 
-// write runs runWriteScript: frames first on (data, ends), and the end.
-// ended reports a log that had ended; last is the number of its last
-// entry otherwise.
-func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool) (last int64, ended bool, err error) {
+// write runs runWriteScript: frames first on (data, ends), and the end,
+// after put when not nil. ended reports a log that had ended; last is the
+// number of its last entry otherwise.
+func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool, put *indexPut) (last int64, ended bool, err error) {
 	endArg := "0"
 	if end {
 		endArg = "1"
 	}
-	res, err := runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
-		data, ends, endArg).Text()
+	var cmd *goredis.Cmd
+	if put != nil {
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxFrames, l.retention.Milliseconds(), first,
+			data, ends, endArg, put.field, put.value, put.ttl.Milliseconds())
+	} else {
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
+			data, ends, endArg)
+	}
+	res, err := cmd.Text()
 	switch {
 	case err != nil:
 		return 0, false, l.s.fail(ctx, "run log", err)
@@ -189,6 +201,9 @@ type runWriter struct {
 	*writeBuffers
 	// ending: End asked for the end entry; ended: it was written.
 	ending, ended bool
+	// put, when set, is the run's index entry, written by the script
+	// that writes the end (see PutEnd).
+	put *indexPut
 	// sending: a write is due after the linger (timer) or under way.
 	sending bool
 	timer   *time.Timer
@@ -225,7 +240,7 @@ func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
 	if w != nil {
 		return w, nil
 	}
-	last, ended, err := l.write(ctx, run, 0, nil, nil, false)
+	last, ended, err := l.write(ctx, run, 0, nil, nil, false, nil)
 	if err != nil || ended {
 		return nil, err
 	}
@@ -383,8 +398,12 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 		}
 		w.offsets = offsets
 		end := w.ending
+		var put *indexPut
+		if end {
+			put = w.put
+		}
 		w.mu.Unlock()
-		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end)
+		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end, put)
 		w.mu.Lock()
 		if err != nil && w.err == nil {
 			failure = err
@@ -417,10 +436,34 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 // End implements runs.EventLog: it writes the frames still waiting and
 // the end, and returns once they are written, or failed to be (after a
 // write of its own: one that failed before is tried again).
-func (l *RunLog) End(ctx context.Context, run string) error {
+func (l *RunLog) End(ctx context.Context, run string) error { return l.end(ctx, run, nil) }
+
+var _ runs.IndexEnder = (*RunLog)(nil)
+
+// PutEnd implements runs.IndexEnder: with this store's own RunIndex on a
+// single node, the script that writes the log's end (with the frames
+// still waiting) puts the index entry first, in the same round trip;
+// otherwise (Redis Cluster, where the two keys are in different slots,
+// or another index) it is idx.Put, then End.
+func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, retention time.Duration) error {
+	x, ok := idx.(*RunIndex)
+	if !ok || x.s != l.s || !l.s.oneNode {
+		_ = idx.Put(ctx, in, retention)
+		return l.End(ctx, in.ID)
+	}
+	put, err := x.put(in, retention)
+	if err != nil {
+		return err
+	}
+	return l.end(ctx, in.ID, put)
+}
+
+// end is End, with the run's index entry put by the write of the end when
+// put is set.
+func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 	w := l.localWriter(run)
 	if w == nil { // opened elsewhere, or never: end it as it is
-		_, _, err := l.write(ctx, run, 0, nil, nil, true)
+		_, _, err := l.write(ctx, run, 0, nil, nil, true, put)
 		return err
 	}
 	defer func() {
@@ -433,7 +476,7 @@ func (l *RunLog) End(ctx context.Context, run string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	defer w.recycleLocked()
-	w.ending = true
+	w.ending, w.put = true, put
 	for tried := false; !w.ended; {
 		if !w.sending || w.timer != nil {
 			if tried && w.err != nil {

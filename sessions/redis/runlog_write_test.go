@@ -399,3 +399,67 @@ func TestRunLogOpenGoesOn(t *testing.T) {
 		t.Errorf("Append to an ended log opened again: %v, want ErrEnded", err)
 	}
 }
+
+// What a run costs in round trips once its scripts are loaded, through a
+// runs.Registry on Redis as cmd/gateway wires it (the store's run log and
+// index), the frames waiting until the end: one to record it running when
+// it is named, one for its frames, end and final status together. A run
+// named by an id made before (SetID: a resumed invocation) also reads
+// where its log stands; an index of another store is written on its own.
+// Every replica then finds the frames, the end and the final status.
+func TestRunRoundTrips(t *testing.T) {
+	srv := startServer(t)
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	st := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
+	other := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		index *RunIndex
+		fresh bool
+		want  int64
+	}{
+		{"fresh", st.RunIndex(), true, 2},
+		{"resumed", st.RunIndex(), false, 3},
+		{"fresh, another store's index", other.RunIndex(), true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := runs.NewRegistry(runs.Config{Log: st.RunLog(RunLogConfig{Linger: time.Hour}), Index: tc.index})
+			defer reg.Close()
+			turn := func(id string) error {
+				run, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
+				if err != nil {
+					return err
+				}
+				if tc.fresh {
+					err = run.SetNewID(ctx, id)
+				} else {
+					err = run.SetID(ctx, id)
+				}
+				for i := range 3 {
+					if err == nil {
+						_, err = run.Append(ctx, runFrame(strconv.Itoa(i)))
+					}
+				}
+				run.Finish(ctx, err)
+				return err
+			}
+			for i := range 2 { // scripts loaded, connections open
+				if err := turn(fmt.Sprint(tc.name, "-warm", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rt := &roundTrips{}
+			st.client.AddHook(rt)
+			other.client.AddHook(rt)
+			id := tc.name + "-run"
+			if n := rt.count(t, func() error { return turn(id) }); n != tc.want {
+				t.Errorf("a run of 3 frames: %d round trips, want %d", n, tc.want)
+			}
+			readEnded(t, other.RunLog(RunLogConfig{}), id, -1, wantFrames(0, 3))
+			if in, err := other.RunIndex().Get(ctx, "app", "u", "s", id); err != nil || in.Status != runs.StatusCompleted || in.Ended.IsZero() {
+				t.Errorf("index entry on another replica: %+v, %v", in, err)
+			}
+		})
+	}
+}
