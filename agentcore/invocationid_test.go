@@ -17,9 +17,13 @@ func TestRunRequestInvocationID(t *testing.T) {
 		"root": {callResp("c1", agentcore.GetUserChoiceToolName, map[string]any{"options": []any{"a", "b"}}), textResp("chose")},
 	}), Tools: []agentcore.Tool{agentcore.GetUserChoice()}})
 	h := newHarness(t, root)
-	evs, err := h.runReq(context.Background(), agentcore.RunRequest{SessionID: "s", NewMessage: userText("pick"), InvocationID: "e-task-1"})
+	run := h.runner.Run(context.Background(), agentcore.RunRequest{UserID: "u1", SessionID: "s", NewMessage: userText("pick"), InvocationID: "e-task-1"})
+	evs, err := collect(run)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if run.NewInvocation() {
+		t.Error("NewInvocation of a turn its caller named: true, want false (the caller may have used the id before)")
 	}
 	for _, ev := range evs {
 		if ev.InvocationID != "e-task-1" {

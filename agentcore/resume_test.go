@@ -91,6 +91,9 @@ func TestPauseAndResume(t *testing.T) {
 			if run2.InvocationID() != run1.InvocationID() || run2.StartAgent() != "helper" {
 				t.Errorf("run 2 invocation %q agent %q; run 1 invocation %q", run2.InvocationID(), run2.StartAgent(), run1.InvocationID())
 			}
+			if !run1.NewInvocation() || run2.NewInvocation() {
+				t.Errorf("NewInvocation: run 1 %v, the resuming run 2 %v; want true, false", run1.NewInvocation(), run2.NewInvocation())
+			}
 			// The model saw the user's answer right after its call.
 			lines := render(m.lastRequest(t).Contents)
 			if diff := cmp.Diff("user: resp "+tc.call.Content.Parts[0].FunctionCall.Name+" "+jsonString(tc.answer), lines[len(lines)-1]); diff != "" {

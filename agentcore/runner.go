@@ -184,6 +184,8 @@ type Run struct {
 	mu     sync.Mutex
 	invID  string
 	agent  string
+	// made: invID was made by this turn (see NewInvocation).
+	made bool
 }
 
 // Events streams the turn's events: partial and whole, the caller's own and
@@ -211,6 +213,16 @@ func (r *Run) InvocationID() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.invID
+}
+
+// NewInvocation reports whether the turn's invocation id was made by this
+// turn, known once Events has started: nothing can have been recorded
+// under it before. It is false for a turn that resumes a paused
+// invocation, and for one named by its caller (RunRequest.InvocationID).
+func (r *Run) NewInvocation() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made
 }
 
 // StartAgent is the agent the turn started with, known once Events has
@@ -295,6 +307,9 @@ type turn struct {
 	secrets    *secretSet
 	// newInvID, when set, is the id of a new (not resumed) invocation.
 	newInvID string
+	// madeInvID: route made the invocation's id (a new invocation, not
+	// named by newInvID).
+	madeInvID bool
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
@@ -348,7 +363,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	ctx = WithLogAttrs(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
 	if t.out != nil {
 		t.out.mu.Lock()
-		t.out.invID, t.out.agent = invID, target.Name()
+		t.out.invID, t.out.agent, t.out.made = invID, target.Name(), t.madeInvID && t.invID == ""
 		t.out.mu.Unlock()
 	}
 	if t.subLocks == nil {
@@ -462,6 +477,7 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		if t.newInvID != "" {
 			return t.nextAgent(sess), t.newInvID, nil, msg, nil
 		}
+		t.madeInvID = true
 		return t.nextAgent(sess), NewInvocationID(t.svc.newID()), nil, msg, nil
 	}
 	var author string

@@ -94,21 +94,33 @@ func newBenchGateway(b *testing.B, with func(*gateway.Config)) http.Handler {
 // run log and run index, as cmd/gateway wires them.
 func redisSessions(b testing.TB, runs bool) func(*gateway.Config) {
 	b.Helper()
-	st, err := sessionsredis.New(sessionsredis.Config{URL: "redis://127.0.0.1:6379/0",
-		KeyPrefix: fmt.Sprintf("gateway-%d-%d:", os.Getpid(), time.Now().UnixNano()), TTL: 10 * time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Ping(b.Context()); err != nil {
-		b.Skipf("no Redis on 127.0.0.1:6379: %v", err)
-	}
+	st := redisStore(b, redisPrefix())
 	return func(c *gateway.Config) {
 		c.Sessions = st
 		if runs {
 			c.RunLog, c.RunIndex = st.RunLog(sessionsredis.RunLogConfig{}), st.RunIndex()
 		}
 	}
+}
+
+// redisPrefix is a key prefix of its own for a test's stores.
+func redisPrefix() string { return fmt.Sprintf("gateway-%d-%d:", os.Getpid(), time.Now().UnixNano()) }
+
+// redisStore is a store on the Redis at 127.0.0.1:6379 (skipping the
+// benchmark or test when none answers) under prefix, expiring sessions
+// after ten minutes, closed when tb ends; stores on one prefix are the
+// replicas of one deployment.
+func redisStore(tb testing.TB, prefix string) *sessionsredis.Store {
+	tb.Helper()
+	st, err := sessionsredis.New(sessionsredis.Config{URL: "redis://127.0.0.1:6379/0", KeyPrefix: prefix, TTL: 10 * time.Minute})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	if err := st.Ping(tb.Context()); err != nil {
+		tb.Skipf("no Redis on 127.0.0.1:6379: %v", err)
+	}
+	return st
 }
 
 // newProviderGateway is the real server, with metrics, JSON info logs (to

@@ -79,7 +79,7 @@ func (s *Server) nativeRuns(c *gin.Context, a *app, user, id string, tail []stri
 	if tail[2] == "cancel" {
 		return s.cancelRun(c, in, run)
 	}
-	return s.attachRun(c, in.ID)
+	return s.attachRun(c, in)
 }
 
 func (s *Server) listRuns(c *gin.Context, a *app, user, id string) error {
@@ -177,9 +177,10 @@ func runCursor(c *gin.Context, inv string) (int64, error) {
 	return seq, nil
 }
 
-// attachRun streams run inv's frames after the cursor, then the rest live
+// attachRun streams run in's frames after the cursor, then the rest live
 // until the run ends: the frames and ids of /run_sse.
-func (s *Server) attachRun(c *gin.Context, inv string) error {
+func (s *Server) attachRun(c *gin.Context, in runs.Info) error {
+	inv := in.ID
 	after, err := runCursor(c, inv)
 	if err != nil {
 		return err
@@ -189,6 +190,11 @@ func (s *Server) attachRun(c *gin.Context, inv string) error {
 	// The first read decides the status: a cursor past the log, or frames
 	// that expired, are answered before the stream starts.
 	first, ended, err := s.cfg.RunLog.Read(ctx, inv, after, 0)
+	if errors.Is(err, runs.ErrNotFound) && !in.Status.Final() {
+		// A live run whose log its first write has yet to create (see
+		// runs.FreshOpener): Follow waits for it.
+		err = nil
+	}
 	switch {
 	case errors.Is(err, runs.ErrNotFound), errors.Is(err, runs.ErrTrimmed):
 		return &apiError{status: http.StatusGone, kind: "invalid_request_error", code: "run_expired",

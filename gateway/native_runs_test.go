@@ -18,6 +18,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/runs"
+	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
 
 // sseClient reads an SSE response as EventSource does: blocks of lines,
@@ -376,5 +377,47 @@ func TestStatelessTurnsKeepNoFrames(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || log.frames.Load() == 0 {
 		t.Fatalf("turn on a session: status %d, %d frames logged, want 200 and some", resp.StatusCode, log.frames.Load())
+	}
+}
+
+// A run's id is made by its first event, and its Redis log created by its
+// first write (runs.FreshOpener): a client re-attaching on another
+// replica in between (here the replica running the run writes only at
+// its end) finds the run running in the run index and no log yet, and
+// gets every frame once they are written, rather than a 410.
+func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
+	verifyNoLeaks(t)
+	prefix := redisPrefix()
+	replica := func(linger time.Duration) fixtureOpt {
+		st := redisStore(t, prefix)
+		return func(c *gateway.Config) {
+			c.Sessions, c.RunLog, c.RunIndex = st, st.RunLog(sessionsredis.RunLogConfig{Linger: linger}), st.RunIndex()
+		}
+	}
+	g := newGatedModel()
+	runner, other := newNativeFixture(t, g.fn, replica(time.Hour)), newNativeFixture(t, g.fn, replica(0))
+	for _, f := range []*nativeFixture{runner, other} {
+		t.Cleanup(func() {
+			grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f.shutdown(grace)
+		})
+	}
+	runner.createSession("fake", "s1")
+	c := openSSE(t, runner.sseRequest(http.MethodPost, "/run_sse", sseBody("")))
+	defer c.close()
+	id0, _, ok := c.next()
+	if !ok {
+		t.Fatal("no first frame")
+	}
+	inv, _, _ := strings.Cut(id0, ":")
+	<-g.started
+	a := openSSE(t, other.sseRequest(http.MethodGet, runsBase+"/"+inv+"/events", ""))
+	defer a.close()
+	close(g.gate)
+	want := c.rest()
+	got := a.rest()
+	if len(got) != 2 || !strings.HasPrefix(got[0], id0+" ") || got[1] != want[0] {
+		t.Errorf("re-attached on another replica: %q\nthe run's own client after %s: %q", got, id0, want)
 	}
 }

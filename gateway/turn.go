@@ -419,7 +419,11 @@ func (t *turn) name() {
 	}
 	if id := t.run.InvocationID(); id != "" {
 		t.named = true
-		_ = t.rec.SetID(context.Background(), id)
+		if t.run.NewInvocation() {
+			_ = t.rec.SetNewID(context.Background(), id)
+		} else {
+			_ = t.rec.SetID(context.Background(), id)
+		}
 	}
 }
 

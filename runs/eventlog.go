@@ -113,6 +113,30 @@ type EventLog interface {
 	Follow(ctx context.Context, run string, after int64) iter.Seq2[Frame, error]
 }
 
+// A FreshOpener is an EventLog that starts the log of a run whose id was
+// just made (nothing can have been logged under it) without asking its
+// store: the log is created with its first write, by its replica, which
+// reads it as open meanwhile. A follower elsewhere that comes before that
+// write finds no log yet: Follow waits for it a while (see the
+// implementation), and a caller that knows the run is live (its Index
+// says so) takes a Read's ErrNotFound as an empty log.
+type FreshOpener interface {
+	// OpenFresh starts the log of run, an id nothing was logged under.
+	OpenFresh(run string)
+}
+
+// An IndexEnder is an EventLog that can record a run's final Info in an
+// Index and end its log in one round trip (the Redis log, with the index
+// of its own store, on a single node): Run.Finish then uses it instead of
+// Index.Put and End.
+type IndexEnder interface {
+	// PutEnd does what idx.Put(ctx, in, retention) then End(ctx, in.ID)
+	// do: a reader that finds the log ended finds in in idx. It returns
+	// End's error; the record is best effort, as a Put alone is for
+	// Finish.
+	PutEnd(ctx context.Context, idx Index, in Info, retention time.Duration) error
+}
+
 // Errors of an EventLog, beside ErrNotFound (no log of that run, or it
 // expired).
 var (

@@ -162,7 +162,7 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 	run.cancel = cancel
 	r.live[run] = struct{}{}
 	r.mu.Unlock()
-	if err := r.openLog(ctx, spec.ID); err != nil {
+	if err := r.openLog(ctx, spec.ID, false); err != nil {
 		run.Finish(ctx, err)
 		return nil, nil, err
 	}
@@ -170,9 +170,14 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 	return run, runCtx, nil
 }
 
-// openLog starts the log of a run that got its id.
-func (r *Registry) openLog(ctx context.Context, id string) error {
+// openLog starts the log of a run that got its id; fresh: an id just
+// made (see FreshOpener).
+func (r *Registry) openLog(ctx context.Context, id string, fresh bool) error {
 	if r.cfg.Log == nil || id == "" {
+		return nil
+	}
+	if o, ok := r.cfg.Log.(FreshOpener); ok && fresh {
+		o.OpenFresh(id)
 		return nil
 	}
 	return r.cfg.Log.Open(ctx, id)
@@ -397,7 +402,14 @@ func (run *Run) Value() any { return run.value }
 
 // SetID names a run started without an id, once its invocation id is
 // known (and starts its log); a run that already has one keeps it.
-func (run *Run) SetID(ctx context.Context, id string) error {
+func (run *Run) SetID(ctx context.Context, id string) error { return run.setID(ctx, id, false) }
+
+// SetNewID is SetID for an invocation id the run has just made, under
+// which nothing can have been logged (agentcore.Run.NewInvocation): a log
+// that is a FreshOpener starts it without a round trip to its store.
+func (run *Run) SetNewID(ctx context.Context, id string) error { return run.setID(ctx, id, true) }
+
+func (run *Run) setID(ctx context.Context, id string, fresh bool) error {
 	run.mu.Lock()
 	if run.info.ID != "" || id == "" {
 		run.mu.Unlock()
@@ -411,7 +423,7 @@ func (run *Run) SetID(ctx context.Context, id string) error {
 	run.info.ID = id
 	run.mu.Unlock()
 	r.mu.Unlock()
-	if err := r.openLog(ctx, id); err != nil {
+	if err := r.openLog(ctx, id, fresh); err != nil {
 		return err
 	}
 	run.put(ctx)
@@ -525,11 +537,16 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	cancel := run.cancel
 	run.mu.Unlock()
 	cancel(nil)
-	// The index says it ended before the log does: whoever waits for
-	// the log's end reads the final status.
-	run.put(ctx)
-	if log := run.reg.cfg.Log; log != nil && id != "" {
-		_ = log.End(context.WithoutCancel(ctx), id)
+	// The index says it ended before the log does (or in the same
+	// step): whoever waits for the log's end reads the final status.
+	log, idx := run.reg.cfg.Log, run.reg.cfg.Index
+	if e, ok := log.(IndexEnder); ok && idx != nil && id != "" {
+		_ = e.PutEnd(context.WithoutCancel(ctx), idx, run.Info(), run.retention)
+	} else {
+		run.put(ctx)
+		if log != nil && id != "" {
+			_ = log.End(context.WithoutCancel(ctx), id)
+		}
 	}
 	run.reg.finished(run, id)
 	// Done closes last: whoever waits on it sees the log ended and the

@@ -1005,3 +1005,77 @@ func TestRegistryCancelSession(t *testing.T) {
 		}
 	}
 }
+
+// openLog is a MemoryLog that records how each run's log was opened, and
+// starts a fresh one as a FreshOpener may: without opening it.
+type openLog struct {
+	*runs.MemoryLog
+	mu     sync.Mutex
+	opened []string
+}
+
+var _ runs.FreshOpener = (*openLog)(nil)
+
+func (l *openLog) record(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened = append(l.opened, s)
+}
+
+func (l *openLog) Open(ctx context.Context, run string) error {
+	l.record("Open " + run)
+	return l.MemoryLog.Open(ctx, run)
+}
+
+func (l *openLog) OpenFresh(run string) { l.record("OpenFresh " + run) }
+
+// A run named by an id it just made (SetNewID) has its log started
+// fresh when the log can (FreshOpener); one named by its caller (Spec.ID)
+// or by an id made before (SetID: a resumed invocation) opens it, so that
+// the log learns where it stands. A log that is no FreshOpener is opened
+// either way.
+func TestSetNewIDOpensFresh(t *testing.T) {
+	ctx := context.Background()
+	log := &openLog{MemoryLog: runs.NewMemoryLog(runs.MemoryLogConfig{})}
+	reg := runs.NewRegistry(runs.Config{Log: log})
+	named, _, err := reg.Start(ctx, runs.Spec{ID: "given", App: "app", User: "u", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.SetNewID(ctx, "made"); err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.SetID(ctx, "paused-before"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.SetNewID(ctx, "again"); err != nil || fresh.ID() != "made" {
+		t.Errorf("a named run renamed: %q %v", fresh.ID(), err)
+	}
+	for _, run := range []*runs.Run{named, fresh, resumed} {
+		run.Finish(ctx, nil)
+	}
+	if d := cmp.Diff([]string{"Open given", "OpenFresh made", "Open paused-before"}, log.opened); d != "" {
+		t.Errorf("logs opened (-want +got):\n%s", d)
+	}
+
+	mem := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	run, _, err := runs.NewRegistry(runs.Config{Log: mem}).Start(ctx, runs.Spec{App: "app", User: "u", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.SetNewID(ctx, "made"); err != nil {
+		t.Fatal(err)
+	}
+	if frames, ended, err := mem.Read(ctx, "made", -1, 0); err != nil || ended || len(frames) != 0 {
+		t.Errorf("memory log of a fresh run: %v %v %v, want open and empty", frames, ended, err)
+	}
+	run.Finish(ctx, nil)
+}

@@ -61,8 +61,8 @@ func TestNewPicksClientKind(t *testing.T) {
 			}
 			defer s.Close()
 			_, cluster := s.client.(*goredis.ClusterClient)
-			if cluster != tt.cluster || s.sameSlotApp == tt.cluster {
-				t.Errorf("cluster client = %v (sameSlotApp %v), want cluster %v", cluster, s.sameSlotApp, tt.cluster)
+			if cluster != tt.cluster || s.oneNode == tt.cluster {
+				t.Errorf("cluster client = %v (oneNode %v), want cluster %v", cluster, s.oneNode, tt.cluster)
 			}
 			if s.prefix != DefaultKeyPrefix || s.lockTTL != DefaultLockTTL {
 				t.Errorf("defaults: prefix %q, lock TTL %v", s.prefix, s.lockTTL)

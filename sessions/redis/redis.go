@@ -65,13 +65,16 @@ type Config struct {
 // Store keeps sessions in Redis. It is safe for concurrent use; Close
 // releases its connections.
 type Store struct {
-	client      goredis.UniversalClient
-	prefix      string
-	ttl         time.Duration
-	lockTTL     time.Duration
-	now         func() time.Time
-	newID       func() string
-	sameSlotApp bool // the app: hash can join the session scripts (not Cluster)
+	client  goredis.UniversalClient
+	prefix  string
+	ttl     time.Duration
+	lockTTL time.Duration
+	now     func() time.Time
+	newID   func() string
+	// oneNode: not Cluster, so a script may touch keys of any hash slot
+	// (the app: hash with a session's keys, a run's index entry with its
+	// log's).
+	oneNode bool
 }
 
 var (
@@ -127,7 +130,7 @@ func New(cfg Config) (*Store, error) {
 		s.client = c
 	}
 	_, cluster := s.client.(*goredis.ClusterClient)
-	s.sameSlotApp = !cluster
+	s.oneNode = !cluster
 	return s, nil
 }
 

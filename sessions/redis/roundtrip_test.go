@@ -13,7 +13,8 @@ import (
 )
 
 // roundTrips counts what a client sends: one per command sent alone, one per
-// pipeline (however many commands it holds).
+// pipeline (however many commands it holds); not what opens a connection
+// (HELLO, CLIENT).
 type roundTrips struct{ n atomic.Int64 }
 
 func (r *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook {
@@ -22,7 +23,9 @@ func (r *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook {
 
 func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
-		r.n.Add(1)
+		if name := cmd.Name(); name != "hello" && name != "client" {
+			r.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }

@@ -40,20 +40,36 @@ func (x *RunIndex) key(app, user, session string) string {
 
 func (x *RunIndex) channel() string { return x.s.prefix + "runs:cancel" }
 
-// Put implements runs.Index.
-func (x *RunIndex) Put(ctx context.Context, in runs.Info, retention time.Duration) error {
+// indexPut is a Put of a RunIndex: field of the hash key set to value,
+// which then expires ttl later.
+type indexPut struct {
+	key, field string
+	value      []byte
+	ttl        time.Duration
+}
+
+// put is what Put writes.
+func (x *RunIndex) put(in runs.Info, retention time.Duration) (*indexPut, error) {
 	v := indexedRun{Status: in.Status, Started: in.Started.UnixMicro(), Updated: in.Updated.UnixMicro()}
 	if !in.Ended.IsZero() {
 		v.Ended = in.Ended.UnixMicro()
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
+		return nil, err
+	}
+	return &indexPut{key: x.key(in.App, in.User, in.Session), field: in.ID, value: b, ttl: max(retention, time.Second)}, nil
+}
+
+// Put implements runs.Index.
+func (x *RunIndex) Put(ctx context.Context, in runs.Info, retention time.Duration) error {
+	put, err := x.put(in, retention)
+	if err != nil {
 		return err
 	}
-	key := x.key(in.App, in.User, in.Session)
 	_, err = x.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.HSet(ctx, key, in.ID, b)
-		p.PExpire(ctx, key, max(retention, time.Second))
+		p.HSet(ctx, put.key, put.field, put.value)
+		p.PExpire(ctx, put.key, put.ttl)
 		return nil
 	})
 	if err != nil {

@@ -25,8 +25,8 @@ import (
 // longer). See docs/sessions.md.
 //
 // The replica that runs a run is its log's only writer: it learns where
-// the stream stands when it opens it (one round trip), then numbers the
-// frames itself, so that Append answers at once, and writes them in
+// the stream stands when it opens it (one round trip; none for a run id
+// just made, see OpenFresh), then numbers the frames itself, so that Append answers at once, and writes them in
 // batches, one script each, in order: those appended within Linger of the
 // first one waiting (a timer then writes them), or at once when End, a
 // Read or Follow on this replica, or an Append beyond MaxPending needs
@@ -110,13 +110,18 @@ func (l *RunLog) key(run string) string {
 // from ARGV[3] on, their JSON one after the other in ARGV[4] and where
 // each ends (1-based, inclusive) in ARGV[5], comma-separated; with ARGV[6]
 // "1" it ends the log after them. ARGV[1] is MAXLEN, ARGV[2] the expiry in
-// ms. A stream that does not exist is opened first ("0-1"), unless the
+// ms. With KEYS[2] it first puts a run's index entry (indexPut): field
+// ARGV[7] of the hash KEYS[2] set to ARGV[8], expiring ARGV[9] ms later. A stream that does not exist is opened first ("0-1"), unless the
 // frames do not start at 0 (it expired while its run went on: they are
 // written where they belong, and older cursors are answered as trimmed).
 // Frames already there are skipped (a write tried again after a lost
 // reply). It answers the number of the last entry, "ENDED" when the log
 // had ended, or an error when the frames would leave a hole.
 var runWriteScript = goredis.NewScript(`
+if KEYS[2] then
+  redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
+  redis.call('PEXPIRE', KEYS[2], ARGV[9])
+end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
 local n = tonumber(ARGV[3]) + 2
 local lastn
@@ -155,16 +160,23 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return tostring(lastn)
 `)
 
-// write runs runWriteScript: frames first on (data, ends), and the end.
-// ended reports a log that had ended; last is the number of its last
-// entry otherwise.
-func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool) (last int64, ended bool, err error) {
+// write runs runWriteScript: frames first on (data, ends), and the end,
+// after put when not nil. ended reports a log that had ended; last is the
+// number of its last entry otherwise.
+func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool, put *indexPut) (last int64, ended bool, err error) {
 	endArg := "0"
 	if end {
 		endArg = "1"
 	}
-	res, err := runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
-		data, ends, endArg).Text()
+	var cmd *goredis.Cmd
+	if put != nil {
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxFrames, l.retention.Milliseconds(), first,
+			data, ends, endArg, put.field, put.value, put.ttl.Milliseconds())
+	} else {
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
+			data, ends, endArg)
+	}
+	res, err := cmd.Text()
 	switch {
 	case err != nil:
 		return 0, false, l.s.fail(ctx, "run log", err)
@@ -189,9 +201,16 @@ type runWriter struct {
 	*writeBuffers
 	// ending: End asked for the end entry; ended: it was written.
 	ending, ended bool
+	// put, when set, is the run's index entry, written by the script
+	// that writes the end (see PutEnd).
+	put *indexPut
 	// sending: a write is due after the linger (timer) or under way.
 	sending bool
 	timer   *time.Timer
+	// opened: the stream was opened in Redis (a write succeeded, or the
+	// writer was made by reading where it stood); a fresh writer's is not
+	// until its first write.
+	opened bool
 	// err is the last write's failure, nil once one succeeded.
 	err error
 	// changed is closed (and replaced) when a write finished.
@@ -221,7 +240,7 @@ func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
 	if w != nil {
 		return w, nil
 	}
-	last, ended, err := l.write(ctx, run, 0, nil, nil, false)
+	last, ended, err := l.write(ctx, run, 0, nil, nil, false, nil)
 	if err != nil || ended {
 		return nil, err
 	}
@@ -230,9 +249,17 @@ func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
 	if w := l.writers[run]; w != nil { // opened meanwhile
 		return w, nil
 	}
-	w = &runWriter{run: run, next: last - 1, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
-	l.writers[run] = w
+	w = l.newWriterLocked(run, last-1)
+	w.opened = true
 	return w, nil
+}
+
+// newWriterLocked makes and records the writer of run, its next frame
+// numbered next.
+func (l *RunLog) newWriterLocked(run string, next int64) *runWriter {
+	w := &runWriter{run: run, next: next, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
+	l.writers[run] = w
+	return w
 }
 
 // localWriter is this process's writer of run's log, if any.
@@ -247,6 +274,19 @@ func (l *RunLog) localWriter(run string) *runWriter {
 func (l *RunLog) Open(ctx context.Context, run string) error {
 	_, err := l.writer(ctx, run)
 	return err
+}
+
+// OpenFresh implements runs.FreshOpener: it starts this process's writer
+// of run's log at frame 0, without a round trip; the first write, with
+// the first frames or the end, opens the stream (its script opens one
+// that does not exist). Until then a Read here finds the log open and
+// empty, and a Follow anywhere waits for it (see Follow).
+func (l *RunLog) OpenFresh(run string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writers[run] == nil {
+		l.newWriterLocked(run, 0)
+	}
 }
 
 // Append implements runs.EventLog: it numbers the frame and leaves its
@@ -358,8 +398,12 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 		}
 		w.offsets = offsets
 		end := w.ending
+		var put *indexPut
+		if end {
+			put = w.put
+		}
 		w.mu.Unlock()
-		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end)
+		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end, put)
 		w.mu.Lock()
 		if err != nil && w.err == nil {
 			failure = err
@@ -374,7 +418,7 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 				w.ends[i] -= len(data)
 			}
 			w.ends = w.ends[:m]
-			w.ended = end
+			w.ended, w.opened = end, true
 		}
 		if ended { // by another writer: nothing more is written
 			w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
@@ -392,10 +436,34 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 // End implements runs.EventLog: it writes the frames still waiting and
 // the end, and returns once they are written, or failed to be (after a
 // write of its own: one that failed before is tried again).
-func (l *RunLog) End(ctx context.Context, run string) error {
+func (l *RunLog) End(ctx context.Context, run string) error { return l.end(ctx, run, nil) }
+
+var _ runs.IndexEnder = (*RunLog)(nil)
+
+// PutEnd implements runs.IndexEnder: with this store's own RunIndex on a
+// single node, the script that writes the log's end (with the frames
+// still waiting) puts the index entry first, in the same round trip;
+// otherwise (Redis Cluster, where the two keys are in different slots,
+// or another index) it is idx.Put, then End.
+func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, retention time.Duration) error {
+	x, ok := idx.(*RunIndex)
+	if !ok || x.s != l.s || !l.s.oneNode {
+		_ = idx.Put(ctx, in, retention)
+		return l.End(ctx, in.ID)
+	}
+	put, err := x.put(in, retention)
+	if err != nil {
+		return err
+	}
+	return l.end(ctx, in.ID, put)
+}
+
+// end is End, with the run's index entry put by the write of the end when
+// put is set.
+func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 	w := l.localWriter(run)
 	if w == nil { // opened elsewhere, or never: end it as it is
-		_, _, err := l.write(ctx, run, 0, nil, nil, true)
+		_, _, err := l.write(ctx, run, 0, nil, nil, true, put)
 		return err
 	}
 	defer func() {
@@ -408,7 +476,7 @@ func (l *RunLog) End(ctx context.Context, run string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	defer w.recycleLocked()
-	w.ending = true
+	w.ending, w.put = true, put
 	for tried := false; !w.ended; {
 		if !w.sending || w.timer != nil {
 			if tried && w.err != nil {
@@ -481,6 +549,14 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 	if err := l.settle(ctx, run); err != nil {
 		return nil, false, err
 	}
+	// A fresh writer here that has not written yet: a stream not found
+	// is one not yet opened, rather than one gone.
+	unopened := false
+	if w := l.localWriter(run); w != nil {
+		w.mu.Lock()
+		unopened = !w.opened
+		w.mu.Unlock()
+	}
 	key := l.key(run)
 	var first, last, rest *goredis.XMessageSliceCmd
 	_, err := l.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
@@ -496,7 +572,13 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 	if err != nil {
 		return nil, false, l.s.fail(ctx, "run log", err)
 	}
-	if len(first.Val()) == 0 {
+	switch {
+	case len(first.Val()) > 0:
+	case unopened && after == -1:
+		return nil, false, nil
+	case unopened:
+		return nil, false, runs.ErrCursor
+	default:
 		return nil, false, runs.ErrNotFound
 	}
 	firstSeq, ok1 := entrySeq(first.Val()[0].ID)
@@ -541,10 +623,15 @@ func entryFrames(msgs []goredis.XMessage) ([]runs.Frame, bool) {
 
 // Follow implements runs.EventLog: what Read has after the cursor, then
 // XREAD BLOCK for the rest, on one of the client's connections while it
-// waits.
+// waits. A log not found is waited for one XREAD (a second): a run whose
+// id was just made has its log created by its first write, within Linger
+// (see OpenFresh); ErrNotFound if it is still not there then.
 func (l *RunLog) Follow(ctx context.Context, run string, after int64) iter.Seq2[runs.Frame, error] {
 	return func(yield func(runs.Frame, error) bool) {
 		frames, ended, err := l.Read(ctx, run, after, 0)
+		if errors.Is(err, runs.ErrNotFound) {
+			err = nil // not yet, perhaps: the XREAD below waits for it
+		}
 		if err != nil {
 			yield(runs.Frame{}, err)
 			return

@@ -22,6 +22,21 @@ import (
 // written a batch at a time, in order, seen by every replica, and a Redis
 // that goes away does not hold the run up.
 
+// replicaLogs starts a private server and returns a client of it (closed
+// when the test ends) and the run logs of two replicas on it (two stores
+// under one prefix): the writer's configured by cfg, the other's by
+// default.
+func replicaLogs(t *testing.T, cfg RunLogConfig) (admin *goredis.Client, writer, other *RunLog) {
+	t.Helper()
+	srv := startServer(t)
+	admin = goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = admin.Close() })
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	writer = newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(cfg)
+	other = newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{})
+	return admin, writer, other
+}
+
 // scriptRuns is how many times the run log's script wrote to a stream on
 // srv since the last reset: each run ends with one XTRIM.
 func scriptRuns(t *testing.T, c *goredis.Client) int {
@@ -53,6 +68,19 @@ func appendFrames(t *testing.T, log *RunLog, run string, from, to int) {
 	}
 }
 
+// readEnded reads run's log after cursor after and checks that it ended
+// and what its frames are.
+func readEnded(t *testing.T, log *RunLog, run string, after int64, want []string) {
+	t.Helper()
+	frames, ended, err := log.Read(context.Background(), run, after, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read %s after %d: ended %v, %v", run, after, ended, err)
+	}
+	if d := cmp.Diff(want, frameTexts(t, frames)); d != "" {
+		t.Errorf("frames of %s after %d (-want +got):\n%s", run, after, d)
+	}
+}
+
 // wantFrames is "<i>:<i>" for i from from to to-1.
 func wantFrames(from, to int) []string {
 	var out []string
@@ -68,12 +96,7 @@ func wantFrames(from, to int) []string {
 // store (another replica) reads whole and in order.
 func TestRunLogWritesInBatches(t *testing.T) {
 	noLeaks(t)
-	srv := startServer(t)
-	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
-	defer admin.Close()
-	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
-	writer := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{Linger: -1})
-	reader := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{})
+	admin, writer, reader := replicaLogs(t, RunLogConfig{Linger: -1})
 	ctx := context.Background()
 	if err := writer.Open(ctx, "r"); err != nil {
 		t.Fatal(err)
@@ -94,13 +117,7 @@ func TestRunLogWritesInBatches(t *testing.T) {
 	if n := scriptRuns(t, admin); n < 1 || n > 3 {
 		t.Errorf("100 frames and the end written by %d scripts, want 1 to 3", n)
 	}
-	frames, ended, err := reader.Read(ctx, "r", -1, 0)
-	if err != nil || !ended {
-		t.Fatalf("Read on the other store: ended %v, %v", ended, err)
-	}
-	if d := cmp.Diff(wantFrames(0, 100), frameTexts(t, frames)); d != "" {
-		t.Errorf("frames on the other store (-want +got):\n%s", d)
-	}
+	readEnded(t, reader, "r", -1, wantFrames(0, 100))
 	if _, err := writer.Append(ctx, "r", runFrame("late")); !errors.Is(err, runs.ErrEnded) {
 		t.Errorf("Append after End: %v", err)
 	}
@@ -112,30 +129,12 @@ func TestRunLogWritesInBatches(t *testing.T) {
 // and End writes what waits at once.
 func TestRunLogReadsWhatWaits(t *testing.T) {
 	noLeaks(t)
-	srv := startServer(t)
-	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
-	writer := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{Linger: time.Hour})
-	other := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix}).RunLog(RunLogConfig{})
+	_, writer, other := replicaLogs(t, RunLogConfig{Linger: time.Hour})
 	ctx := context.Background()
 	if err := writer.Open(ctx, "r"); err != nil {
 		t.Fatal(err)
 	}
-	follow := func(log *RunLog) <-chan []string {
-		got := make(chan []string, 1)
-		go func() {
-			var frames []runs.Frame
-			for f, err := range log.Follow(ctx, "r", -1) {
-				if err != nil {
-					t.Errorf("Follow: %v", err)
-					break
-				}
-				frames = append(frames, f)
-			}
-			got <- frameTexts(t, frames)
-		}()
-		return got
-	}
-	there := follow(other)
+	there := followTexts(t, other, "r")
 	appendFrames(t, writer, "r", 0, 10)
 	frames, ended, err := writer.Read(ctx, "r", 4, 0)
 	if err != nil || ended {
@@ -144,7 +143,7 @@ func TestRunLogReadsWhatWaits(t *testing.T) {
 	if d := cmp.Diff(wantFrames(5, 10), frameTexts(t, frames)); d != "" {
 		t.Errorf("Read on the writer's replica (-want +got):\n%s", d)
 	}
-	here := follow(writer)
+	here := followTexts(t, writer, "r")
 	appendFrames(t, writer, "r", 10, 20)
 	if err := writer.End(ctx, "r"); err != nil {
 		t.Fatal(err)
@@ -154,6 +153,25 @@ func TestRunLogReadsWhatWaits(t *testing.T) {
 			t.Errorf("follower on %s (-want +got):\n%s", name, d)
 		}
 	}
+}
+
+// followTexts follows run's log from its first frame on another
+// goroutine, and gives the frames' texts once it ended (an error fails
+// the test).
+func followTexts(t *testing.T, log *RunLog, run string) <-chan []string {
+	got := make(chan []string, 1)
+	go func() {
+		var frames []runs.Frame
+		for f, err := range log.Follow(context.Background(), run, -1) {
+			if err != nil {
+				t.Errorf("Follow %s: %v", run, err)
+				break
+			}
+			frames = append(frames, f)
+		}
+		got <- frameTexts(t, frames)
+	}()
+	return got
 }
 
 // Frames appended from several goroutines at once get distinct numbers,
@@ -253,13 +271,7 @@ func TestRunLogRedisGoesAway(t *testing.T) {
 	if err := log.End(ctx, "s"); err != nil {
 		t.Fatalf("End once Redis is back: %v", err)
 	}
-	frames, ended, err := log.Read(ctx, "s", 1, 0)
-	if err != nil || !ended {
-		t.Fatalf("Read: ended %v, %v", ended, err)
-	}
-	if d := cmp.Diff(wantFrames(2, 5), frameTexts(t, frames)); d != "" {
-		t.Errorf("frames written once back (-want +got):\n%s", d)
-	}
+	readEnded(t, log, "s", 1, wantFrames(2, 5))
 	if _, _, err := log.Read(ctx, "s", -1, 0); !errors.Is(err, runs.ErrTrimmed) {
 		t.Errorf("a cursor before what was lost: %v", err)
 	}
@@ -281,4 +293,173 @@ func noLeaks(t *testing.T) {
 	t.Helper()
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+}
+
+// waitBlocked waits until n clients of srv are blocked (in an XREAD).
+func waitBlocked(t *testing.T, c *goredis.Client, n int) {
+	t.Helper()
+	want := fmt.Sprintf("blocked_clients:%d\r\n", n)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info, err := c.Info(context.Background(), "clients").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d blocked clients after 10s:\n%s", n, info)
+		}
+	}
+}
+
+// A run whose id was just made opens its log without a round trip: its
+// first write creates the stream, so that a run of frames and its end is
+// one script. Until then its replica reads the log as open and empty,
+// another replica finds none, and a follower there that came first gets
+// every frame once it is written. A run ended with no frame leaves an
+// ended, empty log; a fresh log that never comes is not waited for
+// forever.
+func TestRunLogOpensFresh(t *testing.T) {
+	noLeaks(t)
+	admin, writer, other := replicaLogs(t, RunLogConfig{Linger: time.Hour})
+	ctx := context.Background()
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var _ runs.FreshOpener = writer
+	writer.OpenFresh("r")
+	if frames, ended, err := writer.Read(ctx, "r", -1, 0); err != nil || ended || len(frames) != 0 {
+		t.Errorf("Read on the writer's replica before the first write: %v %v %v, want an open, empty log", frames, ended, err)
+	}
+	if _, _, err := writer.Read(ctx, "r", 0, 0); !errors.Is(err, runs.ErrCursor) {
+		t.Errorf("Read after frame 0 before the first write: %v, want ErrCursor", err)
+	}
+	if _, _, err := other.Read(ctx, "r", -1, 0); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Read on another replica before the first write: %v, want ErrNotFound", err)
+	}
+	if n := scriptRuns(t, admin); n != 0 {
+		t.Errorf("%d scripts before the first write, want none", n)
+	}
+	got := followTexts(t, other, "r")
+	waitBlocked(t, admin, 1)
+	appendFrames(t, writer, "r", 0, 5)
+	if err := writer.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(wantFrames(0, 5), <-got); d != "" {
+		t.Errorf("follower that came before the log (-want +got):\n%s", d)
+	}
+	if n := scriptRuns(t, admin); n != 1 {
+		t.Errorf("a fresh run of 5 frames and its end written by %d scripts, want 1", n)
+	}
+	readEnded(t, other, "r", -1, wantFrames(0, 5))
+
+	writer.OpenFresh("empty")
+	if err := writer.End(ctx, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	if frames, ended, err := other.Read(ctx, "empty", -1, 0); err != nil || !ended || len(frames) != 0 {
+		t.Errorf("Read of a fresh run ended without frames: %v %v %v, want an ended, empty log", frames, ended, err)
+	}
+
+	other.block = 50 * time.Millisecond
+	writer.OpenFresh("never")
+	defer writer.End(ctx, "never")
+	for _, err := range other.Follow(ctx, "never", -1) {
+		if !errors.Is(err, runs.ErrNotFound) {
+			t.Errorf("Follow of a log never written: %v, want ErrNotFound after a block", err)
+		}
+	}
+}
+
+// A log opened again (a resumed invocation: Open, not OpenFresh) learns
+// where it stands: frames go on after the earlier run's, and an ended
+// log takes none.
+func TestRunLogOpenGoesOn(t *testing.T) {
+	_, first, second := replicaLogs(t, RunLogConfig{})
+	ctx := context.Background()
+	first.OpenFresh("r")
+	appendFrames(t, first, "r", 0, 3)
+	if _, _, err := first.Read(ctx, "r", -1, 0); err != nil { // written, not ended
+		t.Fatal(err)
+	}
+	if err := second.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	appendFrames(t, second, "r", 3, 5)
+	if err := second.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	readEnded(t, first, "r", -1, wantFrames(0, 5))
+	if err := second.Open(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Append(ctx, "r", runFrame("late")); !errors.Is(err, runs.ErrEnded) {
+		t.Errorf("Append to an ended log opened again: %v, want ErrEnded", err)
+	}
+}
+
+// What a run costs in round trips once its scripts are loaded, through a
+// runs.Registry on Redis as cmd/gateway wires it (the store's run log and
+// index), the frames waiting until the end: one to record it running when
+// it is named, one for its frames, end and final status together. A run
+// named by an id made before (SetID: a resumed invocation) also reads
+// where its log stands; an index of another store is written on its own.
+// Every replica then finds the frames, the end and the final status.
+func TestRunRoundTrips(t *testing.T) {
+	srv := startServer(t)
+	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
+	st := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
+	other := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		index *RunIndex
+		fresh bool
+		want  int64
+	}{
+		{"fresh", st.RunIndex(), true, 2},
+		{"resumed", st.RunIndex(), false, 3},
+		{"fresh, another store's index", other.RunIndex(), true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := runs.NewRegistry(runs.Config{Log: st.RunLog(RunLogConfig{Linger: time.Hour}), Index: tc.index})
+			defer reg.Close()
+			turn := func(id string) error {
+				run, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
+				if err != nil {
+					return err
+				}
+				if tc.fresh {
+					err = run.SetNewID(ctx, id)
+				} else {
+					err = run.SetID(ctx, id)
+				}
+				for i := range 3 {
+					if err == nil {
+						_, err = run.Append(ctx, runFrame(strconv.Itoa(i)))
+					}
+				}
+				run.Finish(ctx, err)
+				return err
+			}
+			for i := range 2 { // scripts loaded, connections open
+				if err := turn(fmt.Sprint(tc.name, "-warm", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rt := &roundTrips{}
+			st.client.AddHook(rt)
+			other.client.AddHook(rt)
+			id := tc.name + "-run"
+			if n := rt.count(t, func() error { return turn(id) }); n != tc.want {
+				t.Errorf("a run of 3 frames: %d round trips, want %d", n, tc.want)
+			}
+			readEnded(t, other.RunLog(RunLogConfig{}), id, -1, wantFrames(0, 3))
+			if in, err := other.RunIndex().Get(ctx, "app", "u", "s", id); err != nil || in.Status != runs.StatusCompleted || in.Ended.IsZero() {
+				t.Errorf("index entry on another replica: %+v, %v", in, err)
+			}
+		})
+	}
 }

@@ -5,7 +5,7 @@ import goredis "github.com/redis/go-redis/v9"
 // The scripts run atomically on the server. Every key they touch shares the
 // hash tag {app|user}, so on Redis Cluster they run on one node; the app:
 // scope hash is passed only when the client is not a cluster client (see
-// Store.sameSlotApp). A session script is given one key of the tag (the
+// Store.oneNode). A session script is given one key of the tag (the
 // session's meta hash, which routes it on Cluster) and builds the others
 // from the base "<prefix>{app|user}:" and the ids passed in ARGV: the
 // client does not build, and the server does not parse, keys it can

@@ -64,7 +64,7 @@ func (s *Store) lockKey(app, user, id string) string {
 // meta hash (the scripts build the session's other keys from base and the
 // ids), and the app: hash unless it lives on another Cluster node.
 func (s *Store) scriptKeys(base, id, app string) []string {
-	if s.sameSlotApp {
+	if s.oneNode {
 		return []string{base + "meta:" + id, s.appKey(app)}
 	}
 	return []string{base + "meta:" + id}
@@ -174,7 +174,7 @@ type openResult struct {
 func (s *Store) open(ctx context.Context, o *opening) (openResult, error) {
 	var reply []any
 	var app any
-	if s.sameSlotApp {
+	if s.oneNode {
 		v, err := s.run(ctx, o.op, openScript, o.keys, o.args...)
 		if err != nil {
 			return openResult{}, err
@@ -316,7 +316,7 @@ func (s *Store) prepareGetOrCreate(req sessions.CreateRequest, token string) (*o
 // its own node and so could not join the script (a second round trip, only
 // for deltas that carry app: keys), and merges it into state.
 func (s *Store) writeApp(ctx context.Context, app string, delta, state map[string]any) error {
-	if s.sameSlotApp || len(delta) == 0 {
+	if s.oneNode || len(delta) == 0 {
 		return nil
 	}
 	args, err := deltaArgs(nil, delta)
@@ -502,7 +502,7 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 		if args, err = deltaArgs(append(args, updated, body), own, userDelta, appDelta); err != nil {
 			return err
 		}
-		if len(appDelta) > 0 && !s.sameSlotApp {
+		if len(appDelta) > 0 && !s.oneNode {
 			if appDeltas == nil {
 				appDeltas = map[string]any{}
 			}

@@ -64,7 +64,7 @@ func TestClusterConformance(t *testing.T) {
 	t.Run("Service", func(t *testing.T) {
 		sessiontest.Run(t, func(t *testing.T) sessions.Service {
 			s := newStore(t, Config{URL: url, TTL: time.Hour})
-			if s.sameSlotApp {
+			if s.oneNode {
 				t.Fatal("a cluster URL built a single-node client")
 			}
 			return s
