@@ -761,7 +761,6 @@ func (q *queuedStream) keptAlive() {
 	}
 }
 
-
 // A queued /run_sse turn keeps its connection alive, so that a proxy's
 // idle timeout does not cut it: once it waited server.keepalive_interval
 // its stream starts (200, the SSE headers) and gets a keepalive comment
