@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model/scripted"
+	"github.com/agentgate/agentgate/internal/benchenv"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -77,16 +77,6 @@ func windowTurn(ctx context.Context, svc sessions.Service, locker sessions.Locke
 		}
 	}
 	return nil
-}
-
-// cpuTime is the CPU time the process has used (user and system, every
-// thread: the garbage collector's included).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // netOut is the bytes Redis has sent to its clients so far.
@@ -161,7 +151,7 @@ func BenchmarkLongSession(b *testing.B) {
 					}
 					events := redisStore.keys("bench", "u", id).events
 					runtime.GC() // the seeding's garbage is not the turns'
-					cpu0 := cpuTime(b)
+					cpu0 := benchenv.CPU()
 					for b.Loop() {
 						var before int64
 						if store == "redis" {
@@ -183,7 +173,7 @@ func BenchmarkLongSession(b *testing.B) {
 							b.StartTimer()
 						}
 					}
-					b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/turn")
+					b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/turn")
 					if store == "redis" {
 						b.ReportMetric(float64(bytes)/float64(b.N), "redis-bytes/turn")
 					}
