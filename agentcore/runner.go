@@ -562,12 +562,7 @@ func (t *turn) nextAgent(sess *sessions.Session) Agent {
 	if t.routeRoot {
 		return t.root
 	}
-	for i := len(sess.Events) - 1; i >= 0; i-- {
-		ev := sess.Events[i]
-		author := speaker(ev)
-		if author == "" {
-			continue
-		}
+	for author := range speakers(sess.Events) {
 		a := t.index.byName[author]
 		if a == nil {
 			continue
