@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -63,15 +62,16 @@ const metaAgent = "agentgate.agent"
 
 const summarizerInstruction = `You condense a conversation between a user and AI agents into a summary from which the conversation can go on without the original messages. Keep every fact, name, number, decision, preference, open question and tool result that later turns may need, and who said what when it matters. Fold the previous summary, when there is one, into the new one. Answer with the summary only.`
 
-// compactor runs the compactions of one runner's sessions.
+// compactor runs the compactions of one runner's sessions, on the
+// runner's Background.
 type compactor struct {
-	cfg     Compaction
-	app     string
-	svc     *services
-	running sync.WaitGroup
+	cfg Compaction
+	app string
+	svc *services
+	bg  *Background
 }
 
-func newCompactor(cfg *Compaction, app string, svc *services) (*compactor, error) {
+func newCompactor(cfg *Compaction, app string, svc *services, bg *Background) (*compactor, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -85,7 +85,7 @@ func newCompactor(cfg *Compaction, app string, svc *services) (*compactor, error
 	case cfg.Locker == nil:
 		return nil, errors.New("compaction: no locker")
 	}
-	c := &compactor{cfg: *cfg, app: app, svc: svc}
+	c := &compactor{cfg: *cfg, app: app, svc: svc, bg: bg}
 	if c.cfg.Timeout <= 0 {
 		c.cfg.Timeout = 2 * time.Minute
 	}
@@ -134,19 +134,20 @@ func (c *compactor) start(ctx context.Context, sess *sessions.Session) {
 	if c == nil || !c.due(sess.Events) {
 		return
 	}
-	c.running.Add(1)
-	go func() {
-		defer c.running.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	c.bg.Go(ctx, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 		outcome, err := c.compact(ctx, sess.AppName, sess.UserID, sess.ID)
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(context.Cause(ctx), errStopped):
+			c.svc.logger.WarnContext(ctx, "compaction stopped by the shutdown; the next turn runs it again", "app", c.app, "session_id", sess.ID)
+		case err != nil:
 			c.svc.logger.ErrorContext(ctx, "compaction failed; the next turn retries", "app", c.app, "session_id", sess.ID, "err", err)
 		}
 		if o, ok := c.svc.observer.(CompactionObserver); ok {
 			o.Compaction(c.app, outcome)
 		}
-	}()
+	})
 }
 
 // compact summarizes the session's turns that its latest compaction does
@@ -350,10 +351,7 @@ func speakers(evs []*sessions.Event) iter.Seq[string] {
 	}
 }
 
-// WaitCompactions waits for the compactions the runner started to end
-// (tests, and shutdown after the last turn).
-func (r *Runner) WaitCompactions() {
-	if r.compactor != nil {
-		r.compactor.running.Wait()
-	}
-}
+// WaitCompactions waits until no compaction runs on the runner's
+// Background (those of every runner sharing it), or until ctx ends: then
+// it returns ctx's error and they go on.
+func (r *Runner) WaitCompactions(ctx context.Context) error { return r.bg.Wait(ctx) }

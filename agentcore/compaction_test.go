@@ -57,7 +57,7 @@ func echo() *fakeLLM {
 func (h *harness) turn(text string) {
 	h.t.Helper()
 	h.mustRun("s1", userText(text), agentcore.RunConfig{})
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
 }
 
 // wantContents checks a model request's contents, rendered.
@@ -155,7 +155,7 @@ func TestCompactionFailureRetried(t *testing.T) {
 	sum, obs := summarizer(&fail), &transferLog{}
 	h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: echo()}), withCompaction(1, 0, sum, obs))
 	evs := h.mustRun("s1", userText("one"), agentcore.RunConfig{})
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
 	if diff := cmp.Diff([]string{"helper: re: one"}, texts(evs)); diff != "" {
 		t.Errorf("turn with a failing summarizer (-want +got):\n%s", diff)
 	}
@@ -187,7 +187,7 @@ func TestCompactionWaitsForPausedCalls(t *testing.T) {
 	if _, _, err := h.resume("c1", "open_url", map[string]any{"opened": true}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
 	reqs := sum.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("summarizer calls after the resume = %d, want 1", len(reqs))
@@ -295,14 +295,14 @@ func TestCompactionOfABusySession(t *testing.T) {
 				}()
 				<-running
 				close(release)
-				h.runner.WaitCompactions()
+				h.runner.WaitCompactions(context.Background())
 				close(resume)
 				<-done
 			} else {
 				h.mustRun("s1", userText("three"), agentcore.RunConfig{})
 				close(release)
 			}
-			h.runner.WaitCompactions()
+			h.runner.WaitCompactions(context.Background())
 			if n := len(compactions(h.session("s1").Events)); n != 1 {
 				t.Fatalf("%d compactions stored, want 1: %v", n, authors(h.session("s1").Events))
 			}
