@@ -1,13 +1,15 @@
 // Package benchenv is what benchmarks that compare sizes need from the
 // process they run in: its CPU time, reported beside the wall time (on a
 // machine shared with other work the CPU a turn costs varies less than its
-// latency), and a way to leave no trace of one iteration's setup in the
-// next measured operation.
+// latency), operations measured one at a time (Ops), and a way to leave no
+// trace of one iteration's setup in the next measured operation.
 package benchenv
 
 import (
 	"runtime/debug"
+	"slices"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -42,3 +44,42 @@ func Settle() {
 
 // evict is Settle's buffer; benchmarks run one at a time.
 var evict []byte
+
+// Ops measures operations one at a time, between Start and Stop (with the
+// benchmark's timer running): the wall and CPU time of each.
+type Ops struct {
+	walls, cpus []time.Duration
+	wall0       time.Time
+	cpu0        time.Duration
+}
+
+// Start starts measuring an operation.
+func (o *Ops) Start() { o.wall0, o.cpu0 = time.Now(), CPU() }
+
+// Stop ends the operation Start began.
+func (o *Ops) Stop() {
+	o.walls, o.cpus = append(o.walls, time.Since(o.wall0)), append(o.cpus, CPU()-o.cpu0)
+}
+
+// Report reports the operations' CPU time on b, the mean (cpu-ns/op) and
+// the median (p50-cpu-ns/op), and the median of their time (p50-ns/op,
+// beside the mean the benchmark gives): on a machine shared with other
+// work the medians move less with a few slow operations.
+func (o *Ops) Report(b *testing.B) {
+	if len(o.cpus) == 0 {
+		return
+	}
+	var sum time.Duration
+	for _, c := range o.cpus {
+		sum += c
+	}
+	b.ReportMetric(float64(sum)/float64(len(o.cpus)), "cpu-ns/op")
+	b.ReportMetric(float64(median(o.cpus)), "p50-cpu-ns/op")
+	b.ReportMetric(float64(median(o.walls)), "p50-ns/op")
+}
+
+// median is the middle of ds (sorted in place).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
