@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -29,8 +29,7 @@ type Compaction struct {
 	// Model writes the summaries.
 	Model model.LLM
 	// Locker serialises compactions of one session (across replicas when
-	// it is shared) and guards the compaction's write with the session's
-	// run lease.
+	// it is shared).
 	Locker sessions.Locker
 	// Timeout bounds one compaction, the summarizer's call included
 	// (default 2 minutes).
@@ -40,7 +39,7 @@ type Compaction struct {
 // CompactionObserver is implemented by Observers that count compactions.
 // outcome is "stored", "failed" (the summarizer or the store failed; the
 // next turn retries) or "skipped" (another compaction of the session was
-// running, or the session moved on while summarizing).
+// running, had just stored it, or the session was deleted).
 type CompactionObserver interface {
 	Compaction(app, outcome string)
 }
@@ -63,15 +62,16 @@ const metaAgent = "agentgate.agent"
 
 const summarizerInstruction = `You condense a conversation between a user and AI agents into a summary from which the conversation can go on without the original messages. Keep every fact, name, number, decision, preference, open question and tool result that later turns may need, and who said what when it matters. Fold the previous summary, when there is one, into the new one. Answer with the summary only.`
 
-// compactor runs the compactions of one runner's sessions.
+// compactor runs the compactions of one runner's sessions, on the
+// runner's Background.
 type compactor struct {
-	cfg     Compaction
-	app     string
-	svc     *services
-	running sync.WaitGroup
+	cfg Compaction
+	app string
+	svc *services
+	bg  *Background
 }
 
-func newCompactor(cfg *Compaction, app string, svc *services) (*compactor, error) {
+func newCompactor(cfg *Compaction, app string, svc *services, bg *Background) (*compactor, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -85,7 +85,7 @@ func newCompactor(cfg *Compaction, app string, svc *services) (*compactor, error
 	case cfg.Locker == nil:
 		return nil, errors.New("compaction: no locker")
 	}
-	c := &compactor{cfg: *cfg, app: app, svc: svc}
+	c := &compactor{cfg: *cfg, app: app, svc: svc, bg: bg}
 	if c.cfg.Timeout <= 0 {
 		c.cfg.Timeout = 2 * time.Minute
 	}
@@ -118,13 +118,14 @@ func hasData(c *genai.Content) bool {
 	return false
 }
 
-// due reports whether sess (read since its latest compaction, as a turn
-// reads it) has Interval user turns since that compaction and none of its
-// calls is waiting for an answer (a paused turn is compacted once it is
-// over, so that no call is covered without its response).
+// due reports whether evs (a session read since its latest compaction, as
+// a turn reads it) has Interval user turns that compaction does not cover
+// and none of their calls is waiting for an answer (a paused turn is
+// compacted once it is over, so that no call is covered without its
+// response).
 func (c *compactor) due(evs []*sessions.Event) bool {
-	since := evs[sessions.LastCompaction(evs)+1:]
-	return userTurns(since) >= c.cfg.Interval && len(openCalls("", since, "")) == 0
+	rest, _ := uncovered(evs)
+	return userTurns(rest) >= c.cfg.Interval && len(openCalls("", rest, "")) == 0
 }
 
 // start compacts sess in the background when it is due. The caller's turn
@@ -133,25 +134,28 @@ func (c *compactor) start(ctx context.Context, sess *sessions.Session) {
 	if c == nil || !c.due(sess.Events) {
 		return
 	}
-	c.running.Add(1)
-	go func() {
-		defer c.running.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	c.bg.Go(ctx, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 		outcome, err := c.compact(ctx, sess.AppName, sess.UserID, sess.ID)
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(context.Cause(ctx), errStopped):
+			c.svc.logger.WarnContext(ctx, "compaction stopped by the shutdown; the next turn runs it again", "app", c.app, "session_id", sess.ID)
+		case err != nil:
 			c.svc.logger.ErrorContext(ctx, "compaction failed; the next turn retries", "app", c.app, "session_id", sess.ID, "err", err)
 		}
 		if o, ok := c.svc.observer.(CompactionObserver); ok {
 			o.Compaction(c.app, outcome)
 		}
-	}()
+	})
 }
 
-// compact summarizes the session's turns since its latest compaction and
-// appends the compaction event. The summarizer is called without the
-// session's run lease (a next turn never waits for it); the write takes
-// the lease and happens only when the session has not moved on meanwhile.
+// compact summarizes the session's turns that its latest compaction does
+// not cover and appends the compaction event. The session's run lease is
+// not taken: a turn never waits for a compaction, nor a compaction for a
+// turn. The event covers the events read here, up to the last one's
+// timestamp; those a turn stores meanwhile, before or after it, have later
+// timestamps and stay uncovered (see sessions.CompactionStart).
 func (c *compactor) compact(ctx context.Context, app, user, id string) (outcome string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -168,25 +172,22 @@ func (c *compactor) compact(ctx context.Context, app, user, id string) (outcome 
 	defer mark.Release()
 	store := c.svc.sessions
 	sess, err := store.Get(ctx, sessions.GetRequest{AppName: app, UserID: user, SessionID: id, Window: sessions.Window{SinceCompaction: true}})
+	if errors.Is(err, sessions.ErrNotFound) {
+		return CompactionSkipped, nil
+	}
 	if err != nil {
 		return CompactionFailed, err
 	}
 	if !c.due(sess.Events) {
-		return CompactionSkipped, nil // compacted by another replica meanwhile
+		return CompactionSkipped, nil // compacted meanwhile (by another replica, or before this turn's end)
 	}
-	evs := sess.Events
-	ci := sessions.LastCompaction(evs)
-	var prev *sessions.EventCompaction
-	if ci >= 0 {
-		prev = evs[ci].Actions.Compaction
-	}
-	covered := evs[ci+1:]
-	if c.cfg.Overlap > 0 && ci >= 0 {
+	covered, prev := uncovered(sess.Events)
+	last := covered[len(covered)-1]
+	if c.cfg.Overlap > 0 && prev != nil {
 		if covered, err = c.withOverlap(ctx, sess, covered); err != nil {
 			return CompactionFailed, err
 		}
 	}
-	last := evs[len(evs)-1]
 	summary, err := c.summarize(ctx, prev, covered)
 	if err != nil {
 		return CompactionFailed, err
@@ -198,41 +199,18 @@ func (c *compactor) compact(ctx context.Context, app, user, id string) (outcome 
 	ev := &sessions.Event{ID: c.svc.newID(), InvocationID: "c-" + c.svc.newID(), Author: "user", Timestamp: c.svc.now(),
 		Actions: sessions.EventActions{Compaction: &sessions.EventCompaction{StartTimestamp: start, EndTimestamp: last.Timestamp,
 			CompactedContent: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: summary}}}}}}
-	if agent := lastAgent(evs); agent != "" {
+	if ev.Timestamp.Before(last.Timestamp) {
+		ev.Timestamp = last.Timestamp
+	}
+	if agent := lastAgent(sess.Events); agent != "" {
 		ev.CustomMetadata = map[string]any{metaAgent: agent}
 	}
-	return c.store(ctx, app, user, id, last.ID, ev)
-}
-
-// store appends ev under the session's run lease, only while lastID is
-// still the session's last event.
-func (c *compactor) store(ctx context.Context, app, user, id, lastID string, ev *sessions.Event) (string, error) {
-	req := sessions.GetRequest{AppName: app, UserID: user, SessionID: id, Window: sessions.Window{NumRecentEvents: 1}}
-	lease, err := c.cfg.Locker.Acquire(ctx, app, user, id, 0)
-	var sess *sessions.Session
-	if err == nil {
-		defer lease.Release()
-		sess, err = c.svc.sessions.Get(ctx, req)
-	}
+	// One append: the event is stored whole or not at all.
+	err = store.AppendEvent(ctx, &sessions.Session{ID: id, AppName: app, UserID: user, State: map[string]any{}}, ev)
 	switch {
-	case errors.Is(err, sessions.ErrConflict):
-		return CompactionSkipped, nil // a turn is running: the summary is redone after it
+	case errors.Is(err, sessions.ErrNotFound):
+		return CompactionSkipped, nil
 	case err != nil:
-		return CompactionFailed, err
-	case len(sess.Events) != 1 || sess.Events[0].ID != lastID:
-		return CompactionSkipped, nil // the session moved on
-	}
-	if ev.Timestamp.Before(sess.Events[0].Timestamp) {
-		ev.Timestamp = sess.Events[0].Timestamp
-	}
-	// The write releases the lease with it when the store can (one round
-	// trip on Redis); the deferred Release then costs nothing.
-	if ra, ok := c.svc.sessions.(sessions.ReleasingAppender); ok {
-		err = ra.AppendEventsRelease(ctx, sess, []*sessions.Event{ev}, lease)
-	} else {
-		err = c.svc.sessions.AppendEvent(ctx, sess, ev)
-	}
-	if err != nil {
 		return CompactionFailed, err
 	}
 	return CompactionStored, nil
@@ -335,35 +313,45 @@ func firstTimestamp(evs []*sessions.Event) time.Time {
 	return time.Time{}
 }
 
-// lastAgent is the author of the last agent event in evs (a compaction
-// event's recorded agent counts).
+// lastAgent is the agent that spoke last in evs: see speakers.
 func lastAgent(evs []*sessions.Event) string {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if a := speaker(evs[i]); a != "" {
-			return a
-		}
+	for a := range speakers(evs) {
+		return a
 	}
 	return ""
 }
 
-// speaker is the agent an event stands for when routing the next turn:
-// its author, or for a compaction event the agent it recorded; "" for the
-// user's events.
-func speaker(ev *sessions.Event) string {
-	if ev.IsCompaction() {
-		a, _ := ev.CustomMetadata[metaAgent].(string)
-		return a
+// speakers yields the agents that spoke in evs, in the order that decides
+// where the next turn goes: the authors of the agents' events, latest
+// first, then the agent the latest compaction event recorded (the last to
+// speak in what it covers, which a read since that compaction does not
+// hold). A compaction event is passed over where it stands: it may have
+// been stored after events it does not cover.
+func speakers(evs []*sessions.Event) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		latest := -1
+		for i := len(evs) - 1; i >= 0; i-- {
+			ev := evs[i]
+			switch {
+			case ev.IsCompaction():
+				if latest < 0 {
+					latest = i
+				}
+			case ev.Author != "user":
+				if !yield(ev.Author) {
+					return
+				}
+			}
+		}
+		if latest >= 0 {
+			if a, _ := evs[latest].CustomMetadata[metaAgent].(string); a != "" {
+				yield(a)
+			}
+		}
 	}
-	if ev.Author == "user" {
-		return ""
-	}
-	return ev.Author
 }
 
-// WaitCompactions waits for the compactions the runner started to end
-// (tests, and shutdown after the last turn).
-func (r *Runner) WaitCompactions() {
-	if r.compactor != nil {
-		r.compactor.running.Wait()
-	}
-}
+// WaitCompactions waits until no compaction runs on the runner's
+// Background (those of every runner sharing it), or until ctx ends: then
+// it returns ctx's error and they go on.
+func (r *Runner) WaitCompactions(ctx context.Context) error { return r.bg.Wait(ctx) }

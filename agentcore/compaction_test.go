@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,21 @@ func echo() *fakeLLM {
 func (h *harness) turn(text string) {
 	h.t.Helper()
 	h.mustRun("s1", userText(text), agentcore.RunConfig{})
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
+}
+
+// wantContents checks a model request's contents, rendered.
+func wantContents(t *testing.T, what string, req *model.Request, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, render(req.Contents)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+// lastRequest is the latest request f received.
+func lastRequest(f *fakeLLM) *model.Request {
+	reqs := f.requests()
+	return reqs[len(reqs)-1]
 }
 
 func compactions(evs []*sessions.Event) []*sessions.EventCompaction {
@@ -84,11 +99,8 @@ func TestCompactionReplacesCoveredTurns(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("summarizer calls = %d, want 1", len(reqs))
 	}
-	in := render(reqs[0].Contents)
-	want := []string{"user: Conversation:\n[user] said: one\n[helper] said: re: one\n[user] said: two\n[helper] said: re: two\n"}
-	if diff := cmp.Diff(want, in); diff != "" {
-		t.Errorf("first summarization request (-want +got):\n%s", diff)
-	}
+	wantContents(t, "first summarization request", reqs[0],
+		"user: Conversation:\n[user] said: one\n[helper] said: re: one\n[user] said: two\n[helper] said: re: two\n")
 	all := h.session("s1").Events
 	cs := compactions(all)
 	if len(cs) != 1 || all[len(all)-1].Author != "user" || !all[len(all)-1].IsCompaction() {
@@ -99,24 +111,16 @@ func TestCompactionReplacesCoveredTurns(t *testing.T) {
 	}
 
 	h.turn("three")
-	last := m.requests()[len(m.requests())-1]
-	if diff := cmp.Diff([]string{"user: " + agentcore.SummaryPreamble + "SUMMARY-1", "user: three"}, render(last.Contents)); diff != "" {
-		t.Errorf("request after the compaction (-want +got):\n%s", diff)
-	}
+	wantContents(t, "request after the compaction", lastRequest(m), "user: "+agentcore.SummaryPreamble+"SUMMARY-1", "user: three")
 	h.turn("four")
 	reqs = sum.requests()
 	if len(reqs) != 2 {
 		t.Fatalf("summarizer calls = %d, want 2", len(reqs))
 	}
-	want = []string{"user: Previous summary:\nSUMMARY-1\n\nConversation:\n[user] said: three\n[helper] said: re: three\n[user] said: four\n[helper] said: re: four\n"}
-	if diff := cmp.Diff(want, render(reqs[1].Contents)); diff != "" {
-		t.Errorf("second summarization request (-want +got):\n%s", diff)
-	}
+	wantContents(t, "second summarization request", reqs[1],
+		"user: Previous summary:\nSUMMARY-1\n\nConversation:\n[user] said: three\n[helper] said: re: three\n[user] said: four\n[helper] said: re: four\n")
 	h.turn("five")
-	last = m.requests()[len(m.requests())-1]
-	if diff := cmp.Diff([]string{"user: " + agentcore.SummaryPreamble + "SUMMARY-2", "user: five"}, render(last.Contents)); diff != "" {
-		t.Errorf("request after the second compaction (-want +got):\n%s", diff)
-	}
+	wantContents(t, "request after the second compaction", lastRequest(m), "user: "+agentcore.SummaryPreamble+"SUMMARY-2", "user: five")
 	all = h.session("s1").Events
 	if n := len(compactions(all)); n != 2 || len(all) != 12 {
 		t.Errorf("stored %d events with %d compactions, want every original event (10) and 2", len(all), n)
@@ -140,10 +144,8 @@ func TestCompactionOverlap(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("summarizer calls = %d, want 2", len(reqs))
 	}
-	want := []string{"user: Previous summary:\nSUMMARY-1\n\nConversation:\n[user] said: two\n[helper] said: re: two\n[user] said: three\n[helper] said: re: three\n[user] said: four\n[helper] said: re: four\n"}
-	if diff := cmp.Diff(want, render(reqs[1].Contents)); diff != "" {
-		t.Errorf("summarization with overlap 1 (-want +got):\n%s", diff)
-	}
+	wantContents(t, "summarization with overlap 1", reqs[1],
+		"user: Previous summary:\nSUMMARY-1\n\nConversation:\n[user] said: two\n[helper] said: re: two\n[user] said: three\n[helper] said: re: three\n[user] said: four\n[helper] said: re: four\n")
 }
 
 // A failed summarization does not touch the turn; it is counted, and the
@@ -153,7 +155,7 @@ func TestCompactionFailureRetried(t *testing.T) {
 	sum, obs := summarizer(&fail), &transferLog{}
 	h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: echo()}), withCompaction(1, 0, sum, obs))
 	evs := h.mustRun("s1", userText("one"), agentcore.RunConfig{})
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
 	if diff := cmp.Diff([]string{"helper: re: one"}, texts(evs)); diff != "" {
 		t.Errorf("turn with a failing summarizer (-want +got):\n%s", diff)
 	}
@@ -185,7 +187,7 @@ func TestCompactionWaitsForPausedCalls(t *testing.T) {
 	if _, _, err := h.resume("c1", "open_url", map[string]any{"opened": true}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	h.runner.WaitCompactions()
+	h.runner.WaitCompactions(context.Background())
 	reqs := sum.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("summarizer calls after the resume = %d, want 1", len(reqs))
@@ -195,10 +197,7 @@ func TestCompactionWaitsForPausedCalls(t *testing.T) {
 		t.Errorf("summarized without the call and its response:\n%s", in)
 	}
 	h.turn("again")
-	last := m.requests()[len(m.requests())-1]
-	if diff := cmp.Diff([]string{"user: " + agentcore.SummaryPreamble + "SUMMARY-1", "user: again"}, render(last.Contents)); diff != "" {
-		t.Errorf("request after compaction (-want +got):\n%s", diff)
-	}
+	wantContents(t, "request after compaction", lastRequest(m), "user: "+agentcore.SummaryPreamble+"SUMMARY-1", "user: again")
 }
 
 // After a compaction the next turn still goes to the agent that spoke
@@ -220,9 +219,7 @@ func TestCompactionKeepsRouting(t *testing.T) {
 	if len(gr) != 2 {
 		t.Fatalf("greeter ran %d times, want 2", len(gr))
 	}
-	if diff := cmp.Diff([]string{"user: " + agentcore.SummaryPreamble + "SUMMARY-1", "user: hi again"}, render(gr[1].Contents)); diff != "" {
-		t.Errorf("greeter's request after compaction (-want +got):\n%s", diff)
-	}
+	wantContents(t, "greeter's request after compaction", gr[1], "user: "+agentcore.SummaryPreamble+"SUMMARY-1", "user: hi again")
 }
 
 // include_contents none shows neither the history nor its summary.
@@ -232,10 +229,7 @@ func TestCompactionIncludeNone(t *testing.T) {
 		withCompaction(1, 0, summarizer(nil), nil))
 	h.turn("one")
 	h.turn("two")
-	last := m.requests()[len(m.requests())-1]
-	if diff := cmp.Diff([]string{"user: two"}, render(last.Contents)); diff != "" {
-		t.Errorf("include_contents none after compaction (-want +got):\n%s", diff)
-	}
+	wantContents(t, "include_contents none after compaction", lastRequest(m), "user: two")
 }
 
 // Bad compaction settings are refused by NewRunner.
@@ -252,5 +246,84 @@ func TestCompactionConfigRefused(t *testing.T) {
 		if err == nil {
 			t.Errorf("NewRunner accepted %+v", c)
 		}
+	}
+}
+
+// A session whose turns follow each other while the summary is written is
+// compacted all the same: the compaction event covers the turns it was
+// asked about, whether the next turn was stored before it (the turn ended
+// first) or after it (the summary came while the turn ran), and the turn
+// after that carries the summary and that next turn, in order.
+func TestCompactionOfABusySession(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// summaryDuringTurn: the summary is stored while turn "three"
+		// runs; otherwise after it ended.
+		summaryDuringTurn bool
+	}{
+		{"turn ends first", false},
+		{"summary during the turn", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			summarizing, release := make(chan struct{}, 1), make(chan struct{})
+			sum := &fakeLLM{name: "summarizer", fn: func(_ context.Context, _ *model.Request, _ bool, n int) ([]*model.Response, error) {
+				if n == 1 {
+					summarizing <- struct{}{}
+					<-release
+				}
+				return []*model.Response{textResp(fmt.Sprintf("SUMMARY-%d", n))}, nil
+			}}
+			running, resume := make(chan struct{}, 1), make(chan struct{})
+			m := &fakeLLM{name: "fake", fn: func(_ context.Context, req *model.Request, _ bool, _ int) ([]*model.Response, error) {
+				last := req.Contents[len(req.Contents)-1].Parts[0].Text
+				if last == "three" && tc.summaryDuringTurn {
+					running <- struct{}{}
+					<-resume
+				}
+				return []*model.Response{textResp("re: " + last)}, nil
+			}}
+			obs := &transferLog{}
+			h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m}), withCompaction(2, 0, sum, obs))
+			h.mustRun("s1", userText("one"), agentcore.RunConfig{})
+			h.mustRun("s1", userText("two"), agentcore.RunConfig{})
+			<-summarizing // of one and two
+			if tc.summaryDuringTurn {
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					h.mustRun("s1", userText("three"), agentcore.RunConfig{})
+				}()
+				<-running
+				close(release)
+				h.runner.WaitCompactions(context.Background())
+				close(resume)
+				<-done
+			} else {
+				h.mustRun("s1", userText("three"), agentcore.RunConfig{})
+				close(release)
+			}
+			h.runner.WaitCompactions(context.Background())
+			if n := len(compactions(h.session("s1").Events)); n != 1 {
+				t.Fatalf("%d compactions stored, want 1: %v", n, authors(h.session("s1").Events))
+			}
+			h.turn("four")
+			wantContents(t, "request after the compaction", lastRequest(m),
+				"user: "+agentcore.SummaryPreamble+"SUMMARY-1", "user: three", "model: re: three", "user: four")
+			reqs := sum.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("summarizer calls = %d, want 2 (one, two; then three, four)", len(reqs))
+			}
+			wantContents(t, "second summarization request", reqs[1],
+				"user: Previous summary:\nSUMMARY-1\n\nConversation:\n[user] said: three\n[helper] said: re: three\n[user] said: four\n[helper] said: re: four\n")
+			h.turn("five")
+			wantContents(t, "request after the second compaction", lastRequest(m), "user: "+agentcore.SummaryPreamble+"SUMMARY-2", "user: five")
+			// Turn three's end found the compaction running, or done:
+			// skipped; no summary is lost or written twice.
+			got := obs.lines()
+			slices.Sort(got)
+			if diff := cmp.Diff([]string{"app:skipped", "app:stored", "app:stored"}, got); diff != "" {
+				t.Errorf("observed outcomes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

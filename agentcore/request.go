@@ -281,24 +281,14 @@ const SummaryPreamble = "Summary of the conversation so far:\n"
 
 // compacted returns the events a model request shows, in order, and the
 // content standing for those the latest compaction covers (nil when there
-// is none): the events before the latest compaction event whose timestamp
-// is after its endTimestamp, then the events after it. The compaction event
-// itself and the events it covers are left out. A compaction never covers
-// half of a call and its response: the gateway compacts only turns whose
-// calls are all answered.
+// is none): see uncovered. A compaction never covers half of a call and
+// its response: the gateway compacts only turns whose calls are all
+// answered.
 func compacted(evs []*sessions.Event) ([]*sessions.Event, *genai.Content) {
-	ci := sessions.LastCompaction(evs)
-	if ci < 0 {
+	out, c := uncovered(evs)
+	if c == nil {
 		return evs, nil
 	}
-	c := evs[ci].Actions.Compaction
-	out := make([]*sessions.Event, 0, len(evs)-ci)
-	for _, ev := range evs[:ci] {
-		if ev.Timestamp.After(c.EndTimestamp) {
-			out = append(out, ev)
-		}
-	}
-	out = append(out, evs[ci+1:]...)
 	var text []string
 	if c.CompactedContent != nil {
 		for _, p := range c.CompactedContent.Parts {
@@ -311,6 +301,26 @@ func compacted(evs []*sessions.Event) ([]*sessions.Event, *genai.Content) {
 		return out, nil
 	}
 	return out, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: SummaryPreamble + strings.Join(text, "\n")}}}
+}
+
+// uncovered returns the latest compaction in evs (nil when there is
+// none) and the events it does not cover, in order: those stored just
+// before it with later timestamps (a turn stored them while it was being
+// summarized; see sessions.CompactionStart), then those after it. Without
+// a compaction, every event. evs is a session read since its latest
+// compaction, or whole.
+func uncovered(evs []*sessions.Event) ([]*sessions.Event, *sessions.EventCompaction) {
+	ci := sessions.LastCompaction(evs)
+	if ci < 0 {
+		return evs, nil
+	}
+	start := sessions.CompactionStart(evs, ci)
+	if start == ci {
+		return evs[ci+1 : len(evs) : len(evs)], evs[ci].Actions.Compaction
+	}
+	out := make([]*sessions.Event, 0, len(evs)-start-1)
+	out = append(out, evs[start:ci]...)
+	return append(out, evs[ci+1:]...), evs[ci].Actions.Compaction
 }
 
 // foreignContent recasts another agent's event as user-role context.

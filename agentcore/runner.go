@@ -49,6 +49,9 @@ type RunnerConfig struct {
 	// Compaction, when set, compacts the sessions in the background after
 	// turns (see Compaction); nil: never.
 	Compaction *Compaction
+	// Background runs the compactions, so that they can be waited for and
+	// stopped; several runners may share one (nil: the runner's own).
+	Background *Background
 }
 
 // Runner runs user turns of one agent tree against stored sessions.
@@ -57,6 +60,7 @@ type Runner struct {
 	index     *treeIndex
 	svc       *services
 	compactor *compactor // nil: no compaction
+	bg        *Background
 }
 
 // NewRunner validates the tree and returns a runner.
@@ -85,11 +89,15 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if svc.logger == nil {
 		svc.logger = slog.Default()
 	}
-	comp, err := newCompactor(cfg.Compaction, cfg.AppName, svc)
+	bg := cfg.Background
+	if bg == nil {
+		bg = &Background{}
+	}
+	comp, err := newCompactor(cfg.Compaction, cfg.AppName, svc, bg)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, index: ix, svc: svc, compactor: comp}, nil
+	return &Runner{cfg: cfg, index: ix, svc: svc, compactor: comp, bg: bg}, nil
 }
 
 // WithSessions returns a runner of the same tree and settings whose turns
@@ -102,7 +110,7 @@ func (r *Runner) WithSessions(store sessions.Service, routeToRoot bool) *Runner 
 	cfg.Sessions, cfg.RouteToRoot, cfg.Compaction = store, routeToRoot, nil
 	svc := *r.svc
 	svc.sessions = store
-	return &Runner{cfg: cfg, index: r.index, svc: &svc}
+	return &Runner{cfg: cfg, index: r.index, svc: &svc, bg: r.bg}
 }
 
 // Root returns the tree's root agent.
@@ -562,12 +570,7 @@ func (t *turn) nextAgent(sess *sessions.Session) Agent {
 	if t.routeRoot {
 		return t.root
 	}
-	for i := len(sess.Events) - 1; i >= 0; i-- {
-		ev := sess.Events[i]
-		author := speaker(ev)
-		if author == "" {
-			continue
-		}
+	for author := range speakers(sess.Events) {
 		a := t.index.byName[author]
 		if a == nil {
 			continue

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway"
 	"github.com/agentgate/agentgate/gateway/metrics"
+	"github.com/agentgate/agentgate/internal/benchenv"
 	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
@@ -181,15 +181,6 @@ func benchHistory(rounds int) string {
 	return strings.Join(msgs, ",")
 }
 
-// processCPU is the user and system time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkResponsesTurn is BenchmarkChatTurn's turn on /v1/responses: the
 // same gateway and upstream, a new conversation (stored, as the default
 // store true does) or none (store false) per turn.
@@ -209,7 +200,7 @@ func BenchmarkResponsesTurn(b *testing.B) {
 			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"store":%v,"input":"Hello, how are you?"}`, tc.stream, tc.store))
 			want := []byte(`"status":"completed"`)
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := benchenv.CPU()
 			for b.Loop() {
 				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/responses", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
@@ -219,7 +210,7 @@ func BenchmarkResponsesTurn(b *testing.B) {
 					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
 				}
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -269,7 +260,7 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 	i := 0
 	b.ReportAllocs()
 	before := liveHeap()
-	cpu0 := processCPU()
+	cpu0 := benchenv.CPU()
 	for b.Loop() {
 		i++
 		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
@@ -285,7 +276,7 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 	}
 	// The process's CPU time (GC workers included) per turn: on a
 	// shared machine it varies less than ns/op.
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
 	after := liveHeap()
 	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/float64(b.N), "live-objs/op")
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "live-B/op")

@@ -31,7 +31,7 @@ func (s *Server) newSnapshot(cat *spec.Catalog) (*snapshot, error) {
 		}
 		r, err := agentcore.NewRunner(agentcore.RunnerConfig{AppName: a.ID, Agent: a.Root, Sessions: s.cfg.Sessions,
 			Artifacts: s.cfg.Artifacts, Memory: s.cfg.Memory, RouteToRoot: a.RouteToRoot, Now: s.cfg.Now, NewID: s.cfg.NewID,
-			Observer: s.cfg.Observer, Tracer: s.tracer(), Logger: s.log, Compaction: comp})
+			Observer: s.cfg.Observer, Tracer: s.tracer(), Logger: s.log, Compaction: comp, Background: &s.background})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: model %s: %w", a.ID, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
 )
 
 // DefaultRunRetention is how long a run's frames are kept after it ended
@@ -45,16 +46,14 @@ type runInfo struct {
 }
 
 func newRunInfo(in runs.Info) runInfo {
-	out := runInfo{InvocationID: in.ID, Status: string(in.Status), StartTime: epochSeconds(in.Started),
-		LastUpdateTime: epochSeconds(in.Updated)}
+	out := runInfo{InvocationID: in.ID, Status: string(in.Status), StartTime: sessions.EpochSeconds(in.Started),
+		LastUpdateTime: sessions.EpochSeconds(in.Updated)}
 	if !in.Ended.IsZero() {
-		end := epochSeconds(in.Ended)
+		end := sessions.EpochSeconds(in.Ended)
 		out.EndTime = &end
 	}
 	return out
 }
-
-func epochSeconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
 // nativeRuns serves the runs routes of session id; tail starts with "runs".
 func (s *Server) nativeRuns(c *gin.Context, a *app, user, id string, tail []string) error {

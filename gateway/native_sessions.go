@@ -270,10 +270,12 @@ func (s *Server) createSession(c *gin.Context, a *app, user string) error {
 	if err != nil {
 		return err
 	}
-	for _, ev := range events {
-		if err := s.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
-			return err
-		}
+	// The events in one step when the store can (one round trip on Redis,
+	// whatever their number); a session whose events could not be stored
+	// is not left behind.
+	if err := appendEvents(ctx, s.cfg.Sessions, sess, events); err != nil {
+		_ = s.cfg.Sessions.Delete(context.WithoutCancel(ctx), sessions.DeleteRequest{AppName: a.ID, UserID: user, SessionID: sess.ID})
+		return err
 	}
 	c.JSON(http.StatusOK, maskedSession(sess))
 	return nil

@@ -264,6 +264,30 @@ func TestNativeCreateWithEventsAndParameters(t *testing.T) {
 	}
 }
 
+// failingAppends is an in-memory store whose appends fail, as a store
+// that went away would.
+type failingAppends struct{ *sessions.MemoryService }
+
+func (failingAppends) AppendEvent(context.Context, *sessions.Session, *sessions.Event) error {
+	return sessions.ErrUnavailable
+}
+
+func (failingAppends) AppendEvents(context.Context, *sessions.Session, []*sessions.Event) error {
+	return sessions.ErrUnavailable
+}
+
+// A session created with events that cannot be stored is not left behind,
+// empty or half imported.
+func TestNativeCreateWithEventsAllOrNothing(t *testing.T) {
+	store := failingAppends{sessions.NewMemoryService(sessions.MemoryConfig{})}
+	f := newNativeFixture(t, nil, func(c *gateway.Config) { c.Sessions = store })
+	body := `{"sessionId":"imp","events":[
+		{"author":"user","content":{"role":"user","parts":[{"text":"earlier"}]}},
+		{"author":"coordinator","content":{"role":"model","parts":[{"text":"answer"}]}}]}`
+	f.mustDo(http.StatusServiceUnavailable, http.MethodPost, "/apps/desk/users/u1/sessions", body)
+	f.mustDo(http.StatusNotFound, http.MethodGet, "/apps/desk/users/u1/sessions/imp", "")
+}
+
 func TestNativeSubConversations(t *testing.T) {
 	f := newNativeFixture(t, nil)
 	f.createSession("desk", "s1")

@@ -127,6 +127,9 @@ type Server struct {
 	// stopping is closed when a shutdown begins (see Shutdown).
 	stopping chan struct{}
 	stopOnce sync.Once
+	// background runs the compactions of every runner the server has had
+	// (a reload replaces runners whose compactions still run).
+	background agentcore.Background
 
 	// lockGet takes a session's run lock with its read in one round trip,
 	// when the store is also the locker and can (nil otherwise).

@@ -4,7 +4,9 @@ package gateway
 // run is a run of the registry (a stream's, a run gone on without its
 // client, a background response, an A2A task answered at once), so one
 // wait gives them all the grace, and one close ends the rest the same
-// way: errorCode SHUTDOWN as the run's last frame, the run failed.
+// way: errorCode SHUTDOWN as the run's last frame, the run failed. The
+// compactions the runs start when they end run on the server's
+// agentcore.Background: they have the rest of the grace, then are stopped.
 
 import (
 	"context"
@@ -32,7 +34,12 @@ const ShutdownEndWait = 5 * time.Second
 //     its last frame, status failed in the run index, a background
 //     response failed with code shutting_down, an A2A task failed; a
 //     stream still open gets the error frame; the open requests are
-//     waited for, and the connections closed after ShutdownEndWait.
+//     waited for, and the connections closed after ShutdownEndWait;
+//  4. the session compactions the runs that completed started (in the
+//     background, once their response was complete) may finish until ctx
+//     is done; those still running then are stopped and waited for, up to
+//     ShutdownEndWait (a summary stopped is lost, never half-stored: the
+//     next turn of its session runs the compaction again).
 //
 // It returns nil when everything finished within the grace, else what
 // was still open when ShutdownEndWait ran out (nil when nothing was).
@@ -40,12 +47,17 @@ func (s *Server) Shutdown(ctx context.Context, hs *http.Server) error {
 	s.stopFollowing()
 	served := hs.Shutdown(ctx)
 	ran := s.runs.Wait(ctx)
-	if served == nil && ran == nil {
+	compacted := s.waitCompactions(ctx)
+	if served == nil && ran == nil && compacted == nil {
 		s.runs.Close() // nothing runs, and no request is left to start a run
 		return nil
 	}
 	end, cancel := context.WithTimeout(context.Background(), ShutdownEndWait)
 	defer cancel()
+	if compacted != nil {
+		s.log.Warn("compactions still running at the end of the grace period are stopped", "running", s.background.Running())
+	}
+	s.background.Stop() // also those the runs ended below would start
 	var errs []error
 	if err := s.runs.Shutdown(end); err != nil {
 		errs = append(errs, errors.New("gateway: runs still going after the shutdown ended them"))
@@ -56,7 +68,21 @@ func (s *Server) Shutdown(ctx context.Context, hs *http.Server) error {
 			_ = hs.Close()
 		}
 	}
+	if err := s.background.Wait(end); err != nil {
+		errs = append(errs, errors.New("gateway: compactions still running after the shutdown stopped them"))
+	}
 	return errors.Join(errs...)
+}
+
+// waitCompactions waits for the compactions running, until ctx is done
+// (then its error).
+func (s *Server) waitCompactions(ctx context.Context) error {
+	n := s.background.Running()
+	if n == 0 {
+		return nil
+	}
+	s.log.Info("waiting for compactions", "running", n)
+	return s.background.Wait(ctx)
 }
 
 // followUntilStop returns ctx, also ended when a shutdown begins unless

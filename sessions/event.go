@@ -82,7 +82,7 @@ type compactionJSON struct {
 
 // MarshalJSON writes ADK's form: timestamps in float epoch seconds.
 func (c EventCompaction) MarshalJSON() ([]byte, error) {
-	return json.Marshal(compactionJSON{StartTimestamp: epochSeconds(c.StartTimestamp), EndTimestamp: epochSeconds(c.EndTimestamp),
+	return json.Marshal(compactionJSON{StartTimestamp: EpochSeconds(c.StartTimestamp), EndTimestamp: EpochSeconds(c.EndTimestamp),
 		CompactedContent: c.CompactedContent})
 }
 
@@ -132,8 +132,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// epochSeconds renders t as float seconds with microsecond precision.
-func epochSeconds(t time.Time) float64 {
+// EpochSeconds renders t as ADK writes times on the wire: float seconds
+// since the epoch, to the microsecond; 0 for the zero time.
+func EpochSeconds(t time.Time) float64 {
 	if t.IsZero() {
 		return 0
 	}

@@ -79,7 +79,7 @@ func (e *Event) appendJSON(b []byte, stored bool) ([]byte, error) {
 		}
 	}
 	b = append(b, `,"timestamp":`...)
-	b = jsonenc.AppendFloat(b, epochSeconds(e.Timestamp))
+	b = jsonenc.AppendFloat(b, EpochSeconds(e.Timestamp))
 	return append(b, '}'), nil
 }
 

@@ -31,7 +31,7 @@ func reflectedJSON(e *Event) ([]byte, error) {
 	if a.LongRunningToolIDs == nil {
 		a.LongRunningToolIDs = []string{}
 	}
-	return json.Marshal(eventJSON{eventAlias: &a, Timestamp: epochSeconds(e.Timestamp)})
+	return json.Marshal(eventJSON{eventAlias: &a, Timestamp: EpochSeconds(e.Timestamp)})
 }
 
 func checkAppendJSON(t *testing.T, name string, e *Event) {

@@ -86,8 +86,8 @@ type memKey struct{ app, user, id string }
 type memSession struct {
 	state  map[string]any // session scope only
 	events []*Event
-	// compaction is the index in events of the latest compaction event
-	// (-1: none), where a read SinceCompaction starts.
+	// compaction is where a read SinceCompaction starts (the
+	// CompactionStart of the latest compaction event; -1: none).
 	compaction int
 	update     time.Time
 	tree       *memTree // shared by a top-level session and its sub-conversations
@@ -435,10 +435,10 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		maps.Copy(ms.state, own)
 		s.merge(sess.AppName, sess.UserID, app, user)
-		if ev.IsCompaction() {
-			ms.compaction = len(ms.events)
-		}
 		ms.events = append(ms.events, ev.Clone())
+		if ev.IsCompaction() {
+			ms.compaction = CompactionStart(ms.events, len(ms.events)-1)
+		}
 		if ms.update = ev.Timestamp; ms.update.IsZero() {
 			ms.update = s.now()
 		}

@@ -67,7 +67,7 @@ type sessionJSON struct {
 // state and events never null).
 func (s Session) MarshalJSON() ([]byte, error) {
 	v := sessionJSON{ID: s.ID, AppName: s.AppName, UserID: s.UserID, State: s.State, Events: s.Events,
-		LastUpdateTime: epochSeconds(s.LastUpdateTime)}
+		LastUpdateTime: EpochSeconds(s.LastUpdateTime)}
 	if v.State == nil {
 		v.State = map[string]any{}
 	}
@@ -123,9 +123,10 @@ type GetRequest struct {
 // Window: every event). Its two fields combine: the later start wins.
 type Window struct {
 	// SinceCompaction reads only the events from the session's latest
-	// compaction event (Event.IsCompaction) on, that event included; every
-	// event when the session has none. A store finds that event without
-	// reading the events before it.
+	// compaction event (Event.IsCompaction) on, that event included, and
+	// the events stored just before it that it does not cover (see
+	// CompactionStart); every event when the session has none. A store
+	// finds where that is without reading the events before it.
 	SinceCompaction bool
 	// NumRecentEvents reads at most that many of the latest events (0:
 	// no limit), as adk-go's GetRequest does.
@@ -133,8 +134,9 @@ type Window struct {
 }
 
 // Start is the index of the first event w selects from a session of n
-// events whose latest compaction event is at index compaction (-1: none).
-// Stores use it so that every store windows alike.
+// events where a read since its latest compaction starts at index
+// compaction (its CompactionStart; -1: the session has none). Stores use
+// it so that every store windows alike.
 func (w Window) Start(n, compaction int) int {
 	start := 0
 	if w.SinceCompaction && compaction >= 0 {
@@ -144,6 +146,23 @@ func (w Window) Start(n, compaction int) int {
 		start = n - w.NumRecentEvents
 	}
 	return min(start, n)
+}
+
+// CompactionStart is where a read SinceCompaction starts in evs, a
+// session's events in the order stored, when evs[ci] is its latest
+// compaction event: at the first of the events stored just before it that
+// it does not cover (their timestamps are after its EndTimestamp: a turn
+// stored them while the summary was being written), else at the compaction
+// event itself. It goes back no further than the compaction event before.
+// The events it leaves uncovered are shown after the summary in model
+// requests, as ADK does.
+func CompactionStart(evs []*Event, ci int) int {
+	end := evs[ci].Actions.Compaction.EndTimestamp
+	i := ci
+	for i > 0 && !evs[i-1].IsCompaction() && evs[i-1].Timestamp.After(end) {
+		i--
+	}
+	return i
 }
 
 // LastCompaction returns the index of the last compaction event in evs, or

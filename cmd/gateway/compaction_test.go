@@ -19,10 +19,13 @@ import (
 
 // summaryUpstream is a recording chat-completions upstream: the summarizer
 // model answers "SUMMARY-<n>", any other model "re: <last message>".
+// onSummary, when set, is called with the request and n before the
+// summarizer's n-th answer (a test holds it there).
 type summaryUpstream struct {
-	mu   sync.Mutex
-	reqs []map[string]any
-	sums int
+	mu        sync.Mutex
+	reqs      []map[string]any
+	sums      int
+	onSummary func(r *http.Request, n int)
 }
 
 func (u *summaryUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -31,11 +34,16 @@ func (u *summaryUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.reqs = append(u.reqs, req)
 	answer := "re: " + lastText(req)
+	n := 0
 	if req["model"] == "summarizer-1" {
 		u.sums++
-		answer = fmt.Sprintf("SUMMARY-%d", u.sums)
+		n = u.sums
+		answer = fmt.Sprintf("SUMMARY-%d", n)
 	}
 	u.mu.Unlock()
+	if n > 0 && u.onSummary != nil {
+		u.onSummary(r, n)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": req["model"],
 		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": answer}, "finish_reason": "stop"}}})
@@ -275,5 +283,166 @@ models:
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// heldSummaryUpstream serves a summaryUpstream whose first summary waits
+// for release (called at the latest when the test ends, before the server
+// closes), or for its caller to give up; summarizing receives once it
+// waits.
+func heldSummaryUpstream(t *testing.T) (up *summaryUpstream, url string, summarizing <-chan struct{}, release func()) {
+	t.Helper()
+	held, free := make(chan struct{}, 1), make(chan struct{})
+	up = &summaryUpstream{onSummary: func(r *http.Request, n int) {
+		if n == 1 {
+			held <- struct{}{}
+			select {
+			case <-free:
+			case <-r.Context().Done():
+			}
+		}
+	}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	release = sync.OnceFunc(func() { close(free) })
+	t.Cleanup(release)
+	return up, srv.URL, held, release
+}
+
+// Back-to-back turns on one session while the summary is being written:
+// the compaction is stored all the same, after those turns, and covers
+// only the turns it was asked about. The next request carries the summary,
+// then the turns that came meanwhile; they are summarized next. GET of
+// the session keeps every event, in the order stored. In memory and in
+// Redis.
+func TestCompactionOfABusySession(t *testing.T) {
+	for _, backend := range []string{"memory", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			var env map[string]string
+			if backend == "redis" {
+				url, _ := startRedis(t)
+				env = map[string]string{"REDIS_URL": url}
+			}
+			up, upURL, summarizing, release := heldSummaryUpstream(t)
+			gw := runConfig(t, fmt.Sprintf(compactionConfig, upURL), env)
+
+			toolsChat(t, gw.base, "desk", "s1", "my name is Ada", nil)
+			toolsChat(t, gw.base, "desk", "s1", "I like tea", nil)
+			<-summarizing // of the first two turns; held there
+			toolsChat(t, gw.base, "desk", "s1", "I live in Paris", nil)
+			toolsChat(t, gw.base, "desk", "s1", "I code in Go", nil)
+			release()
+			var sess restSession
+			eventually(t, "the compaction event", func() bool {
+				getJSON(t, gw.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+				return len(sess.Events) == 9
+			})
+
+			toolsChat(t, gw.base, "desk", "s1", "what do I drink?", nil)
+			agent := up.byModel("agent-1")
+			want := []string{"system: Help.", "user: Summary of the conversation so far:\nSUMMARY-1",
+				"user: I live in Paris", "assistant: re: I live in Paris", "user: I code in Go", "assistant: re: I code in Go",
+				"user: what do I drink?"}
+			if diff := cmp.Diff(want, texts(agent[len(agent)-1])); diff != "" {
+				t.Errorf("request after the compaction (-want +got):\n%s", diff)
+			}
+			eventually(t, "the second compaction", func() bool { return len(up.byModel("summarizer-1")) == 2 })
+			sums := up.byModel("summarizer-1")
+			if got := lastText(sums[1]); !strings.HasPrefix(got, "Previous summary:\nSUMMARY-1") ||
+				strings.Contains(got, "Ada") || !strings.Contains(got, "[user] said: I live in Paris") ||
+				!strings.Contains(got, "[desk] said: re: what do I drink?") {
+				t.Errorf("second summarization request, want the previous summary and the three turns after it:\n%s", got)
+			}
+			eventually(t, "the second compaction event", func() bool {
+				getJSON(t, gw.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+				return len(sess.Events) == 12
+			})
+			toolsChat(t, gw.base, "desk", "s1", "and where do I live?", nil)
+			agent = up.byModel("agent-1")
+			want = []string{"system: Help.", "user: Summary of the conversation so far:\nSUMMARY-2", "user: and where do I live?"}
+			if diff := cmp.Diff(want, texts(agent[len(agent)-1])); diff != "" {
+				t.Errorf("request after the second compaction (-want +got):\n%s", diff)
+			}
+			getJSON(t, gw.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+			want = []string{"user: my name is Ada", "desk: re: my name is Ada", "user: I like tea", "desk: re: I like tea",
+				"user: I live in Paris", "desk: re: I live in Paris", "user: I code in Go", "desk: re: I code in Go",
+				"compaction: SUMMARY-1", "user: what do I drink?", "desk: re: what do I drink?", "compaction: SUMMARY-2",
+				"user: and where do I live?", "desk: re: and where do I live?"}
+			if diff := cmp.Diff(want, sess.lines()); diff != "" {
+				t.Errorf("GET of the session (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// On shutdown the gateway waits for a compaction under way, within
+// server.shutdown_grace: the summary its last turns asked for is stored
+// before the process exits, and served by the next replica.
+func TestShutdownWaitsForCompaction(t *testing.T) {
+	url, _ := startRedis(t)
+	env := map[string]string{"REDIS_URL": url}
+	_, upURL, summarizing, release := heldSummaryUpstream(t)
+	cfg := fmt.Sprintf(compactionConfig, upURL)
+	gw := runConfig(t, cfg, env)
+	toolsChat(t, gw.base, "desk", "s1", "my name is Ada", nil)
+	toolsChat(t, gw.base, "desk", "s1", "I like tea", nil)
+	<-summarizing
+	gw.cancel() // SIGTERM
+	eventually(t, "the wait for the compaction", func() bool {
+		return strings.Contains(gw.stdout.String(), `"msg":"waiting for compactions","running":1`)
+	})
+	select {
+	case code := <-gw.done:
+		t.Fatalf("exited (%d) while the compaction ran", code)
+	default:
+	}
+	release()
+	gw.stop(t) // exits 0
+	if strings.Contains(gw.stdout.String(), "compaction stopped") {
+		t.Errorf("the compaction was stopped:\n%s", gw.stdout.String())
+	}
+
+	next := runConfig(t, cfg, env)
+	var sess restSession
+	getJSON(t, next.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+	want := []string{"user: my name is Ada", "desk: re: my name is Ada", "user: I like tea", "desk: re: I like tea", "compaction: SUMMARY-1"}
+	if diff := cmp.Diff(want, sess.lines()); diff != "" {
+		t.Errorf("the session after the shutdown (-want +got):\n%s", diff)
+	}
+}
+
+// A compaction still running at the end of server.shutdown_grace is
+// stopped (its upstream call cancelled), the process exits 0, nothing of
+// it is stored, and the session's next turn runs it again.
+func TestShutdownStopsCompactionAfterGrace(t *testing.T) {
+	url, _ := startRedis(t)
+	env := map[string]string{"REDIS_URL": url}
+	_, upURL, summarizing, _ := heldSummaryUpstream(t) // never released: the gateway gives up
+	cfg := "server: {shutdown_grace: 200ms}\n" + fmt.Sprintf(compactionConfig, upURL)
+	gw := runConfig(t, cfg, env)
+	toolsChat(t, gw.base, "desk", "s1", "my name is Ada", nil)
+	toolsChat(t, gw.base, "desk", "s1", "I like tea", nil)
+	<-summarizing
+	gw.stop(t) // SIGTERM; exits 0
+	for _, want := range []string{`"msg":"compactions still running at the end of the grace period are stopped"`,
+		`"msg":"compaction stopped by the shutdown; the next turn runs it again"`} {
+		if !strings.Contains(gw.stdout.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, gw.stdout.String())
+		}
+	}
+
+	next := runConfig(t, cfg, env)
+	var sess restSession
+	getJSON(t, next.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+	if n := len(sess.Events); n != 4 {
+		t.Fatalf("the session after the shutdown has %d events, want the 4 of its turns: %v", n, sess.lines())
+	}
+	toolsChat(t, next.base, "desk", "s1", "what do I drink?", nil)
+	eventually(t, "the compaction, run again", func() bool {
+		getJSON(t, next.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+		return len(sess.Events) == 7
+	})
+	if got := sess.lines()[6]; got != "compaction: SUMMARY-2" {
+		t.Errorf("last event %q, want the compaction", got)
 	}
 }

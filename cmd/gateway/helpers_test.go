@@ -27,7 +27,7 @@ type testGateway struct {
 // runGateway runs the gateway with the command line args in the
 // environment env until stop (or the end of the test); it returns once the
 // gateway listens.
-func runGateway(t *testing.T, args []string, env map[string]string) *testGateway {
+func runGateway(t testing.TB, args []string, env map[string]string) *testGateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	gw := &testGateway{cancel: cancel, done: make(chan int, 1)}
@@ -65,7 +65,7 @@ func buildLikeImage(t *testing.T, dir, version string) string {
 
 // runConfig writes cfg to a file and runs the gateway on it, on a free
 // port of 127.0.0.1, like runGateway.
-func runConfig(t *testing.T, cfg string, env map[string]string) *testGateway {
+func runConfig(t testing.TB, cfg string, env map[string]string) *testGateway {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -75,7 +75,7 @@ func runConfig(t *testing.T, cfg string, env map[string]string) *testGateway {
 }
 
 // stop cancels the run and checks that it ends with status 0.
-func (gw *testGateway) stop(t *testing.T) {
+func (gw *testGateway) stop(t testing.TB) {
 	t.Helper()
 	if gw.done == nil {
 		return

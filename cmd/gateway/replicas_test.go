@@ -18,7 +18,7 @@ import (
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -29,7 +29,7 @@ func freePort(t *testing.T) int {
 }
 
 // startRedis starts a private redis-server on a free port for this test.
-func startRedis(t *testing.T) (url string, stop func()) {
+func startRedis(t testing.TB) (url string, stop func()) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -53,7 +53,7 @@ func startRedis(t *testing.T) (url string, stop func()) {
 	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), stop
 }
 
-func waitTCP(t *testing.T, addr string) {
+func waitTCP(t testing.TB, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

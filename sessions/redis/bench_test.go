@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/internal/benchenv"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -238,11 +239,11 @@ func BenchmarkNewSessionTurn(b *testing.B) {
 	in1, out1 := netBytes(b, s)
 	infoIn, infoOut := in1-in0, out1-out0
 	t0 := rt.n.Load()
-	cpu0 := cpuTime(b)
+	cpu0 := benchenv.CPU()
 	for b.Loop() {
 		turn(fmt.Sprintf("new-%d", benchSessions.Add(1)))
 	}
-	cpu := cpuTime(b) - cpu0
+	cpu := benchenv.CPU() - cpu0
 	trips := rt.n.Load() - t0
 	in2, out2 := netBytes(b, s)
 	n := float64(b.N)

@@ -3,10 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/agentgate/agentgate/agentcore"
 	"github.com/agentgate/agentgate/agentcore/model/scripted"
+	"github.com/agentgate/agentgate/internal/benchenv"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -79,16 +78,6 @@ func windowTurn(ctx context.Context, svc sessions.Service, locker sessions.Locke
 	return nil
 }
 
-// cpuTime is the CPU time the process has used (user and system, every
-// thread: the garbage collector's included).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // netOut is the bytes Redis has sent to its clients so far.
 func netOut(b *testing.B, s *Store) int64 {
 	info, err := s.client.Info(context.Background(), "stats").Result()
@@ -110,16 +99,18 @@ func netOut(b *testing.B, s *Store) int64 {
 
 // BenchmarkLongSession measures a whole turn (lease and read, the transfer
 // turn of turnTree on the scripted model, write) on sessions of 10, 100,
-// 1,000 and 10,000 stored events, in memory and in Redis, with compaction
-// on (the turn reads its session since the latest compaction, 9 events
-// from the end) and, for comparison, off (the turn reads every event). On
-// Redis it reports the bytes Redis sent per turn (INFO's
-// total_net_output_bytes, less what the INFO calls themselves cost), and on
-// both the process's CPU time per turn (getrusage; in Redis it includes
-// the INFO calls and the trims between turns, alike at every size). In
-// Redis the session is cut back to n events after each turn, outside the
-// measured time; in memory it grows by the turn's 4 events each time,
-// alike at every size (run it with the same -benchtime=Nx at every size).
+// 1,000, 2,000 and 10,000 stored events, in memory and in Redis, with
+// compaction on (the turn reads its session since the latest compaction, 9
+// events from the end) and, for comparison, off (the turn reads every
+// event). Every turn runs on a session of the stated size: before it, with
+// the timer stopped, the memory store's session is deleted and seeded
+// again, and the Redis list of events cut back to its n events; then the
+// process settles (benchenv.Settle) and a turn on another, short session
+// warms the code. Reported: the turn's CPU time (cpu-ns/op, the process's,
+// every thread), the medians of its time and CPU time (p50-ns/op,
+// p50-cpu-ns/op) and, on Redis, the bytes Redis sent during it
+// (redis-bytes/op: INFO's total_net_output_bytes less the INFO call's own
+// reply).
 func BenchmarkLongSession(b *testing.B) {
 	srv := startServer(b)
 	redisStore := newStore(b, Config{URL: srv.URL(""), TTL: time.Hour})
@@ -129,7 +120,7 @@ func BenchmarkLongSession(b *testing.B) {
 	}
 	for _, store := range []string{"memory", "redis"} {
 		for _, compaction := range []bool{true, false} {
-			for _, n := range []int{10, 100, 1000, 10000} {
+			for _, n := range []int{10, 100, 1000, 2000, 10000} {
 				name := fmt.Sprintf("%s/compaction=%v/events=%d", store, compaction, n)
 				b.Run(name, func(b *testing.B) {
 					var svc sessions.Service = redisStore
@@ -151,41 +142,60 @@ func BenchmarkLongSession(b *testing.B) {
 					}
 					ctx := context.Background()
 					id := longSession(b, svc, fmt.Sprintf("long-%d", benchSessions.Add(1)), n)
-					if err := windowTurn(ctx, svc, locker, r, id, w); err != nil { // load the scripts
-						b.Fatal(err)
-					}
-					var bytes, infoCost int64
-					if store == "redis" {
-						a := netOut(b, redisStore)
-						infoCost = netOut(b, redisStore) - a
-					}
+					warm := longSession(b, svc, fmt.Sprintf("warm-%d", benchSessions.Add(1)), 10)
 					events := redisStore.keys("bench", "u", id).events
-					runtime.GC() // the seeding's garbage is not the turns'
-					cpu0 := cpuTime(b)
-					for b.Loop() {
-						var before int64
+					// reset gives the session its n events again.
+					reset := func() {
 						if store == "redis" {
-							b.StopTimer()
-							before = netOut(b, redisStore)
-							b.StartTimer()
-						}
-						if err := windowTurn(ctx, svc, locker, r, id, w); err != nil {
-							b.Fatal(err)
-						}
-						if store == "redis" {
-							b.StopTimer()
-							bytes += netOut(b, redisStore) - before - infoCost
-							// Cut back to n events (the latest compaction stays
-							// the 9th from the end).
+							// The latest compaction stays the 9th from the end.
 							if err := redisStore.client.LTrim(ctx, events, 0, int64(n)-1).Err(); err != nil {
 								b.Fatal(err)
 							}
-							b.StartTimer()
+							return
 						}
+						if err := svc.Delete(ctx, sessions.DeleteRequest{AppName: "bench", UserID: "u", SessionID: id}); err != nil {
+							b.Fatal(err)
+						}
+						longSession(b, svc, id, n)
 					}
-					b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/turn")
+					var infoCost int64
 					if store == "redis" {
-						b.ReportMetric(float64(bytes)/float64(b.N), "redis-bytes/turn")
+						// The seeding's scripts held every event: their garbage is
+						// not the turns'.
+						if err := redisStore.client.Eval(ctx, "collectgarbage('collect') return 1", nil).Err(); err != nil {
+							b.Fatal(err)
+						}
+						a := netOut(b, redisStore)
+						infoCost = netOut(b, redisStore) - a
+					}
+					var ops benchenv.Ops
+					var bytes int64
+					for b.Loop() {
+						b.StopTimer()
+						reset()
+						benchenv.Settle()
+						if err := windowTurn(ctx, svc, locker, r, warm, w); err != nil {
+							b.Fatal(err)
+						}
+						var before int64
+						if store == "redis" {
+							before = netOut(b, redisStore)
+						}
+						b.StartTimer()
+						ops.Start()
+						if err := windowTurn(ctx, svc, locker, r, id, w); err != nil {
+							b.Fatal(err)
+						}
+						ops.Stop()
+						b.StopTimer()
+						if store == "redis" {
+							bytes += netOut(b, redisStore) - before - infoCost
+						}
+						b.StartTimer()
+					}
+					ops.Report(b)
+					if store == "redis" {
+						b.ReportMetric(float64(bytes)/float64(b.N), "redis-bytes/op")
 					}
 				})
 			}

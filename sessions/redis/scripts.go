@@ -167,12 +167,15 @@ return out
 // appendScript stores a batch of events on a session, and may release
 // the session's run lease with it. KEYS meta [app] (an unlisted session's
 // append leaves the index alone); ARGV base id root ttlMillis lastEventID
-// n compaction token, then for each of the n events updatedMicros
-// eventJSON and its session, user and app delta groups. compaction is the
-// place in the batch (from 1; 0: none) of its last compaction event,
-// whose index in the events list becomes the meta field compaction, where
-// reads since the latest compaction start. Appends the events in order as
-// one step, unless lastEventID (the id of the batch's last event) is
+// n compaction compactionEnd token, then for each of the n events
+// updatedMicros eventJSON and its session, user and app delta groups.
+// compaction is the place in the batch (from 1; 0: none) of its last
+// compaction event and compactionEnd that event's endTimestamp (float
+// seconds); where reads since the latest compaction start becomes the
+// meta field compaction: the index of that event, or of the first of the
+// events stored just before it with a later timestamp
+// (sessions.CompactionStart; they are read 8 at a time from the tail).
+// Appends the events in order as one step, unless lastEventID (the id of the batch's last event) is
 // already the session's last event: a retried append whose first reply
 // was lost, which stored the whole batch. Then, with a non-empty token, it
 // releases the lease lock:<id> (see lineLib's free) if that token holds
@@ -181,17 +184,41 @@ return out
 // the lease is left), 1 when appended, 2 for a retry; released 1 when the
 // lease was deleted.
 var appendScript = goredis.NewScript(luaLib + lineLib + `
+-- uncovered reports whether the stored event JSON e is one a compaction
+-- ending at time stop does not cover: not a compaction, and later.
+local function uncovered(e, stop)
+  local ok, ev = pcall(cjson.decode, e)
+  if not ok or type(ev) ~= 'table' then return false end
+  if type(ev.actions) == 'table' and type(ev.actions.compaction) == 'table' then return false end
+  return type(ev.timestamp) == 'number' and ev.timestamp > stop
+end
+
+-- windowStart is where reads since the compaction event at index last of
+-- the list key start (see sessions.CompactionStart).
+local function windowStart(key, last, stop)
+  local len, start = last + 1, last
+  while start > 0 do
+    local lo = math.max(start - 8, 0)
+    local chunk = redis.call('LRANGE', key, lo - len, start - 1 - len)
+    for x = #chunk, 1, -1 do
+      if not uncovered(chunk[x], stop) then return start end
+      start = start - 1
+    end
+  end
+  return start
+end
+
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
-local base, id, root, ttl, lastid, n, comp, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local base, id, root, ttl, lastid, n, comp, compEnd, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local status = 2
 if lastid == '' or redis.call('HGET', KEYS[1], 'last') ~= lastid then
   status = 1
   local state, events, index, user, tree = base .. 'state:' .. id, base .. 'events:' .. id, base .. 'index', base .. 'user', base .. 'tree:' .. root
-  local i, now = 9, nil
+  local i, now = 10, nil
   for j = 1, n do
     now = ARGV[i]
     local len = redis.call('RPUSH', events, ARGV[i + 1])
-    if j == comp then redis.call('HSET', KEYS[1], 'compaction', len - 1) end
+    if j == comp then redis.call('HSET', KEYS[1], 'compaction', windowStart(events, len - 1, compEnd)) end
     i = apply(state, ARGV, i + 2)
     i = apply(user, ARGV, i)
     i = apply(KEYS[2], ARGV, i)

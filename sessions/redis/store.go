@@ -20,7 +20,7 @@ import (
 type sessionKeys struct {
 	base   string // "<prefix>{app|user}:", the start of every key below
 	root   string // the top-level session of the tree
-	meta   string // HASH created, updated (unix µs), last (last event id), compaction (index of the latest compaction event)
+	meta   string // HASH created, updated (unix µs), last (last event id), compaction (where reads since the latest compaction start, see sessions.CompactionStart)
 	state  string // HASH session-scope state: key -> JSON value
 	events string // LIST of event JSON, oldest first
 	index  string // ZSET session id -> updated (unix µs), for List
@@ -474,18 +474,19 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 	}
 	base := s.userBase(sess.AppName, sess.UserID)
 	last := evs[len(evs)-1]
-	comp := 0 // the place of the batch's last compaction event, from 1
+	// The place of the batch's last compaction event (from 1) and its end.
+	comp, compEnd := 0, 0.0
 	for i, ev := range evs {
 		if ev.IsCompaction() {
-			comp = i + 1
+			comp, compEnd = i+1, sessions.EpochSeconds(ev.Actions.Compaction.EndTimestamp)
 		}
 	}
 	token := ""
 	if lease != nil {
 		token = lease.token
 	}
-	args := make([]any, 0, 8+5*len(evs))
-	args = append(args, base, sess.ID, rootOf(sess.ID), s.ttl.Milliseconds(), last.ID, len(evs), comp, token)
+	args := make([]any, 0, 9+5*len(evs))
+	args = append(args, base, sess.ID, rootOf(sess.ID), s.ttl.Milliseconds(), last.ID, len(evs), comp, compEnd, token)
 	var appDeltas map[string]any
 	var updated int64
 	for _, ev := range evs {

@@ -68,7 +68,7 @@ func (l *opLog) name(cmd goredis.Cmder) string {
 				name = "lock+" + name
 			}
 		case "append":
-			if arg(7) != "" {
+			if arg(8) != "" { // the token
 				name += "+release"
 			}
 		}

@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ var windowTests = []struct {
 	{"WindowWithoutCompaction", testWindowWithoutCompaction},
 	{"WindowSinceCompaction", testWindowSinceCompaction},
 	{"WindowGetOrCreate", testWindowGetOrCreate},
+	{"WindowUncoveredBeforeCompaction", testWindowUncoveredBeforeCompaction},
 }
 
 // compactionEvent is a compaction event covering [start, end].
@@ -127,5 +129,51 @@ func testWindowGetOrCreate(t *testing.T, svc sessions.Service) {
 	}
 	if diff := cmp.Diff([]string{"c1", "e2"}, eventIDs(got.Events)); diff != "" {
 		t.Errorf("GetOrCreate of an existing session, since compaction (-want +got):\n%s", diff)
+	}
+}
+
+// A compaction event stored after events it does not cover (a turn stored
+// them while the summary was being written: their timestamps are after its
+// endTimestamp) starts the window at the first of them; never further back
+// than the compaction event before it.
+func testWindowUncoveredBeforeCompaction(t *testing.T, svc sessions.Service) {
+	s := create(t, svc, sessions.CreateRequest{AppName: app, UserID: user, SessionID: "w"})
+	base := future()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	// c1 covers e1 and e2; e3 to e12 came while it was summarized (more
+	// than a store may read back at a time).
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("e%d", i+1))
+		appendEv(t, svc, s, newEvent(ids[i], at(i), nil))
+	}
+	c1 := compactionEvent("c1", at(0), at(1))
+	c1.Timestamp = at(12)
+	appendEv(t, svc, s, c1)
+	appendEv(t, svc, s, newEvent("e13", at(13), nil))
+	uncovered := append(ids[2:], "c1", "e13")
+	for _, tc := range []struct {
+		w    sessions.Window
+		want []string
+	}{
+		{sessions.Window{SinceCompaction: true}, uncovered},
+		{sessions.Window{SinceCompaction: true, NumRecentEvents: 2}, []string{"c1", "e13"}},
+		{sessions.Window{SinceCompaction: true, NumRecentEvents: 20}, uncovered},
+	} {
+		if diff := cmp.Diff(tc.want, windowed(t, svc, s, tc.w)); diff != "" {
+			t.Errorf("window %+v (-want +got):\n%s", tc.w, diff)
+		}
+	}
+	// c2 covers everything before it: the window starts at it.
+	appendEv(t, svc, s, compactionEvent("c2", at(0), at(13)))
+	if diff := cmp.Diff([]string{"c2"}, windowed(t, svc, s, sessions.Window{SinceCompaction: true})); diff != "" {
+		t.Errorf("after a compaction of every event (-want +got):\n%s", diff)
+	}
+	// c3 ends before every event (as an imported one may): the events
+	// after c2 are uncovered, c2 and what it covers are not read again.
+	appendEv(t, svc, s, newEvent("e14", at(14), nil))
+	appendEv(t, svc, s, compactionEvent("c3", at(0), at(-1)))
+	if diff := cmp.Diff([]string{"e14", "c3"}, windowed(t, svc, s, sessions.Window{SinceCompaction: true})); diff != "" {
+		t.Errorf("a compaction that ends before the events since the one before (-want +got):\n%s", diff)
 	}
 }
