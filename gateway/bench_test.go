@@ -181,6 +181,18 @@ func benchHistory(rounds int) string {
 	return strings.Join(msgs, ",")
 }
 
+// connRecorder is an httptest.ResponseRecorder that takes read and write
+// deadlines as a server connection does (it ignores them). The gateway
+// sets them on every request through http.ResponseController, which
+// builds an error for each on a writer that cannot take them: a cost the
+// real server does not pay, and which would hide its own.
+type connRecorder struct{ *httptest.ResponseRecorder }
+
+func newConnRecorder() connRecorder { return connRecorder{httptest.NewRecorder()} }
+
+func (connRecorder) SetReadDeadline(time.Time) error  { return nil }
+func (connRecorder) SetWriteDeadline(time.Time) error { return nil }
+
 // BenchmarkResponsesTurn is BenchmarkChatTurn's turn on /v1/responses: the
 // same gateway and upstream, a new conversation (stored, as the default
 // store true does) or none (store false) per turn.
@@ -204,7 +216,7 @@ func BenchmarkResponsesTurn(b *testing.B) {
 			for b.Loop() {
 				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/responses", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				w := httptest.NewRecorder()
+				w := newConnRecorder()
 				gw.ServeHTTP(w, req)
 				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
 					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
@@ -268,7 +280,7 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 		if !stateless {
 			req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
 		}
-		w := httptest.NewRecorder()
+		w := newConnRecorder()
 		gw.ServeHTTP(w, req)
 		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
 			b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
