@@ -163,6 +163,18 @@ func modelError(me *model.Error) *apiError {
 	return e
 }
 
+// jsonContentType is the Content-Type of the JSON answers writeJSON
+// writes. Shared and read only: net/http only reads a header's values,
+// and a slice of its own per answer was an allocation.
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+// writeJSON answers 200 with body, JSON already encoded.
+func writeJSON(c *gin.Context, body []byte) {
+	c.Writer.Header()["Content-Type"] = jsonContentType
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(body)
+}
+
 // writeOpenAIError answers with OpenAI's error envelope.
 func writeOpenAIError(c *gin.Context, e *apiError) {
 	setUnauthorized(c, e.status)
