@@ -292,13 +292,16 @@ func (p *chatRequest) encode() ([]byte, error) {
 // sizeHint is about the length of p's JSON, so that encode allocates once
 // most of the time.
 func (p *chatRequest) sizeHint() int {
-	n := 256 + len(p.Model)
+	n := 64 + len(p.Model)
+	if p.Stream {
+		n += 64
+	}
 	for i := range p.Messages {
 		m := &p.Messages[i]
 		n += 48 + len(m.ToolCallID)
 		switch c := m.Content.(type) {
 		case string:
-			n += len(c) + len(c)/16
+			n += len(c) + len(c)/8
 		case []contentPart:
 			for _, cp := range c {
 				n += 64 + len(cp.Text)
@@ -314,7 +317,7 @@ func (p *chatRequest) sizeHint() int {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
+			n += 80 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*9/8
 		}
 	}
 	return n + 256*len(p.Tools)

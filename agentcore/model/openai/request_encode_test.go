@@ -103,3 +103,41 @@ func TestEncodeAllocatesOnce(t *testing.T) {
 		t.Errorf("%v allocations, want 1", n)
 	}
 }
+
+// BenchmarkEncode writes a pass-through turn's request and a stateless
+// client's 40-message history, by hand (encode) and with encoding/json
+// (what encode replaced).
+func BenchmarkEncode(b *testing.B) {
+	history := []chatMessage{{Role: "system", Content: "Answer."}}
+	for range 10 {
+		history = append(history,
+			chatMessage{Role: "user", Content: "What is the weather in city 7?"},
+			chatMessage{Role: "assistant", ToolCalls: []chatToolCall{{ID: "call_7", Type: "function", Function: functionCall{Name: "get_weather", Arguments: `{"city":"city 7"}`}}}},
+			chatMessage{Role: "tool", Content: `{"temperature":21,"sky":"clear"}`, ToolCallID: "call_7"},
+			chatMessage{Role: "assistant", Content: "It is 21 degrees and clear."})
+	}
+	for name, p := range map[string]*chatRequest{
+		"pass":      {Model: "pass", Messages: []chatMessage{{Role: "system", Content: "Answer."}, {Role: "user", Content: "Hello, how are you?"}}},
+		"history40": {Model: "pass", Messages: history},
+	} {
+		b.Run(name+"/hand", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.encode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
