@@ -28,6 +28,7 @@ FUZZ_TARGETS = \
 	./gateway/openaiwire:FuzzDecodeRequest \
 	./internal/jsonenc:FuzzAppendString \
 	./internal/jsonenc:FuzzAppendFloat \
+	./gateway/openaiwire:FuzzUnquote \
 	./gateway:FuzzChatCompletionsBody \
 	./gateway:FuzzNativeRunBody \
 	./gateway:FuzzA2ARequestBody \

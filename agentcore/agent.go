@@ -110,7 +110,7 @@ type invShared struct {
 	usage    *usageTotal
 
 	tempMu sync.Mutex
-	temp   map[string]any
+	temp   map[string]any // nil until the first temp: key
 
 	params *Params
 	// pstate resolves each agent's parameters and holds the hidden values.
@@ -179,9 +179,18 @@ type liveSession struct {
 	lease   sessions.Lease // the run lease a flush releases, if any
 }
 
-func newLiveSession(sess *sessions.Session, store sessions.Service) *liveSession {
-	b, _ := store.(sessions.BatchAppender)
-	return &liveSession{sess: sess, batch: b}
+// init makes l the live session of sess, stored in store.
+func (l *liveSession) init(sess *sessions.Session, store sessions.Service) {
+	l.sess = sess
+	l.batch, _ = store.(sessions.BatchAppender)
+}
+
+// invState is what a turn allocates for its invocation (see turn.begin).
+type invState struct {
+	sh   invShared
+	live liveSession
+	inv  Invocation
+	ps   paramState
 }
 
 // events returns the session's events so far without copying them: the
@@ -230,8 +239,12 @@ func (inv *Invocation) RunConfig() RunConfig { return inv.sh.cfg }
 // shared: callers must not modify it.
 func (inv *Invocation) Events() []*sessions.Event { return inv.sh.sess.events() }
 
-// withAgent derives the invocation for another agent.
+// withAgent derives the invocation for another agent; for its own agent
+// it is inv itself (invocations are never modified).
 func (inv *Invocation) withAgent(a Agent) *Invocation {
+	if inv.agent == a {
+		return inv
+	}
 	c := *inv
 	c.agent = a
 	return &c

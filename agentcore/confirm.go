@@ -108,7 +108,7 @@ func (a *LlmAgent) answeredConfirmations(inv *Invocation) ([]*genai.FunctionCall
 	}
 	asked := map[string]pending{} // confirmation call id -> original call
 	var calls []*genai.FunctionCall
-	answers := map[string]*ToolConfirmation{}
+	var answers map[string]*ToolConfirmation // nil until the first answer
 	for _, ev := range evs {
 		if ev.InvocationID != inv.id {
 			continue
@@ -133,6 +133,9 @@ func (a *LlmAgent) answeredConfirmations(inv *Invocation) ([]*genai.FunctionCall
 				continue
 			}
 			confirmed, _ := r.Response["confirmed"].(bool)
+			if answers == nil {
+				answers = map[string]*ToolConfirmation{}
+			}
 			answers[p.call.ID] = &ToolConfirmation{Hint: p.hint, Confirmed: confirmed, Payload: r.Response["payload"]}
 			calls = append(calls, p.call)
 			delete(asked, r.ID)

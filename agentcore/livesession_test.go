@@ -18,7 +18,8 @@ func TestLiveSessionEventsSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLiveSession(sess, store)
+	l := &liveSession{}
+	l.init(sess, store)
 	appendEv := func(id string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -439,7 +439,7 @@ func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.Func
 // turnTools are the tools offered in one model call.
 type turnTools struct {
 	list   []Tool
-	byName map[string]Tool
+	byName map[string]Tool // nil when there are none
 	// unavailable names the toolsets that failed to supply their tools.
 	unavailable []string
 }
@@ -447,10 +447,13 @@ type turnTools struct {
 // tools gathers the agent's tools, its toolsets' current tools, client
 // tools and the transfer tool.
 func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, error) {
-	tt := &turnTools{byName: map[string]Tool{}}
+	tt := &turnTools{}
 	add := func(t Tool) {
 		if _, dup := tt.byName[t.Name()]; dup {
 			return
+		}
+		if tt.byName == nil {
+			tt.byName = map[string]Tool{}
 		}
 		tt.byName[t.Name()] = t
 		tt.list = append(tt.list, t)
@@ -458,7 +461,10 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 	for _, t := range a.cfg.Tools {
 		add(t)
 	}
-	rc := &ReadonlyContext{inv: inv}
+	var rc *ReadonlyContext
+	if len(a.cfg.Toolsets) > 0 {
+		rc = &ReadonlyContext{inv: inv}
+	}
 	for _, ts := range a.cfg.Toolsets {
 		ts_tools, err := ts.Tools(ctx, rc)
 		if err != nil {
@@ -495,7 +501,7 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 	// consumer on the producer's stack) and, for a stream, under the whole
 	// wait for the model; the callbacks and the bookkeeping around it are in
 	// functions that return before it (see docs/benchmarks-memory.md).
-	cc := newCallbackContext(inv)
+	cc := a.modelCallbackContext(inv)
 	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
 	if ev != nil || !ok {
 		return ev, ok
@@ -534,6 +540,17 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 		}
 	}
 	return a.afterModel(ctx, inv, cc, final, yield)
+}
+
+// modelCallbackContext is the context of a model call's callbacks; nil
+// when the agent has none (the call's event then has no actions of its
+// own).
+func (a *LlmAgent) modelCallbackContext(inv *Invocation) *CallbackContext {
+	cb := &a.cfg.Callbacks
+	if cb.BeforeModel == nil && cb.AfterModel == nil && cb.OnModelError == nil {
+		return nil
+	}
+	return newCallbackContext(inv)
 }
 
 // beforeModel runs the before_model callback and checks the model-call
@@ -634,7 +651,9 @@ func (a *LlmAgent) afterModel(ctx context.Context, inv *Invocation, cc *Callback
 	}
 	ev := inv.NewEvent()
 	fillFromResponse(ev, final)
-	ev.Actions = cc.actions
+	if cc != nil {
+		ev.Actions = cc.actions
+	}
 	ev.Content = cleanContent(ev.Content, inv)
 	return ev, true
 }
@@ -669,6 +688,9 @@ func cleanContent(c *genai.Content, inv *Invocation) *genai.Content {
 	if c == nil {
 		return nil
 	}
+	if clean(c) {
+		return c // contents are not modified once made: no copy
+	}
 	out := &genai.Content{Role: c.Role}
 	for _, p := range c.Parts {
 		if p == nil {
@@ -681,8 +703,7 @@ func cleanContent(c *genai.Content, inv *Invocation) *genai.Content {
 			np.FunctionCall = &fc
 			p = &np
 		}
-		if p.Text == "" && p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil &&
-			p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil && len(p.ThoughtSignature) == 0 {
+		if emptyPart(p) {
 			continue
 		}
 		out.Parts = append(out.Parts, p)
@@ -691,6 +712,23 @@ func cleanContent(c *genai.Content, inv *Invocation) *genai.Content {
 		return nil
 	}
 	return out
+}
+
+// clean reports whether cleanContent would leave c as it is: parts, none
+// of them nil or empty, and every function call with an id.
+func clean(c *genai.Content) bool {
+	for _, p := range c.Parts {
+		if p == nil || emptyPart(p) || (p.FunctionCall != nil && p.FunctionCall.ID == "") {
+			return false
+		}
+	}
+	return len(c.Parts) > 0
+}
+
+// emptyPart reports a part with nothing in it (an empty text part).
+func emptyPart(p *genai.Part) bool {
+	return p.Text == "" && p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil &&
+		p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil && len(p.ThoughtSignature) == 0
 }
 
 // callResult is the outcome of one function call.

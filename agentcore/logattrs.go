@@ -3,6 +3,7 @@ package agentcore
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -18,11 +19,57 @@ import (
 type logAttrsKey struct{}
 
 // WithLogAttrs returns a context whose log records carry attrs as well as
-// the attributes ctx already carries. An attribute with a key ctx already
+// the attributes ctx carries now. An attribute with a key ctx already
 // carries replaces it (a sub-conversation's session_id replaces its
 // parent's).
+//
+// The context is one allocation: it keeps its own attributes and what ctx
+// carried (a snapshot of a set, or the context it derives from), and the
+// two are joined only when a record is logged, which is rare beside the
+// contexts made (one per turn and per agent).
 func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
-	return context.WithValue(ctx, logAttrsKey{}, merged(LogAttrs(ctx), attrs))
+	l := &logCtx{Context: ctx}
+	switch v := ctx.Value(logAttrsKey{}).(type) {
+	case *logCtx:
+		l.up = v
+	case *LogAttrSet:
+		l.base = v.Attrs()
+	}
+	if len(attrs) <= len(l.inline) {
+		l.own = append(l.inline[:0], attrs...)
+	} else {
+		l.own = slices.Clone(attrs)
+	}
+	return l
+}
+
+// logCtx is a context made by WithLogAttrs.
+type logCtx struct {
+	context.Context
+	// The attributes the parent carried: up's when it was a logCtx, else
+	// base (a set's as they were, which only grows beyond them).
+	up     *logCtx
+	base   []slog.Attr
+	own    []slog.Attr // in inline when they fit
+	inline [2]slog.Attr
+}
+
+// Value implements context.Context.
+func (l *logCtx) Value(key any) any {
+	if key == (logAttrsKey{}) {
+		return l
+	}
+	return l.Context.Value(key)
+}
+
+// attrs returns the context's attributes, the parent's first, in a new
+// slice.
+func (l *logCtx) attrs() []slog.Attr {
+	parent := l.base
+	if l.up != nil {
+		parent = l.up.attrs()
+	}
+	return merged(parent, l.own)
 }
 
 // merged returns old with attrs added, replacing those of the same keys,
@@ -100,11 +147,11 @@ func hasKey(attrs []slog.Attr, key string) bool {
 }
 
 // LogAttrs returns the log attributes ctx carries, oldest first. The slice
-// is shared: callers must not modify it.
+// may be shared: callers must not modify it.
 func LogAttrs(ctx context.Context) []slog.Attr {
 	switch v := ctx.Value(logAttrsKey{}).(type) {
-	case []slog.Attr:
-		return v
+	case *logCtx:
+		return v.attrs()
 	case *LogAttrSet:
 		return v.Attrs()
 	}

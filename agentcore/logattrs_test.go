@@ -39,14 +39,19 @@ func TestLogAttrs(t *testing.T) {
 	set.Add(slog.String("request_id", "r1"))
 	derived := WithLogAttrs(ctx, slog.String("agent", "x"))
 	set.Add(slog.String("model", "m"), slog.String("a", "2"))
+	// Derived again: its own attributes replace the parent's of the same
+	// keys, more than fit in place too.
+	nested := WithLogAttrs(derived, slog.String("agent", "y"), slog.String("a", "3"), slog.String("b", "4"))
 	log.InfoContext(ctx, "live")
 	log.InfoContext(derived, "derived")
+	log.InfoContext(nested, "nested")
 	if _, ok := LogAttrSetOf(derived); ok {
 		t.Error("a derived context reports the set")
 	}
 	want := []map[string]any{
 		{"level": "INFO", "msg": "live", "request_id": "r1", "model": "m", "a": "2"},
 		{"level": "INFO", "msg": "derived", "a": "1", "request_id": "r1", "agent": "x"},
+		{"level": "INFO", "msg": "nested", "request_id": "r1", "agent": "y", "a": "3", "b": "4"},
 	}
 	if diff := cmp.Diff(want, records()); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)

@@ -286,23 +286,33 @@ type paramState struct {
 	rootValues *Params
 	index      *treeIndex
 	secrets    *secretSet
+	// own holds a top-level turn's hidden values (secrets points to it).
+	own secretSet
 
 	mu       sync.Mutex
-	resolved map[string]*agentParams
+	resolved map[string]*agentParams // nil until the first agent's
 }
 
 // agentParams are one agent's resolved values; missing lists declared
-// parameters that forbid generation and found no value.
+// parameters that forbid generation and found no value. They are not
+// modified once resolved.
 type agentParams struct {
 	values  *Params
 	hidden  map[string]bool
 	missing []string
 }
 
-func newParamState(conv, rootValues *Params, index *treeIndex, secrets *secretSet) *paramState {
-	ps := &paramState{conv: conv, rootValues: rootValues, index: index, secrets: secrets, resolved: map[string]*agentParams{}}
+// noParams are the values of an agent that declares none and has no
+// parent to hand it any (shared: never modified).
+var noParams = &agentParams{}
+
+// init makes ps the parameter state of a turn; secrets are the calling
+// conversation's hidden values (nil: a top-level turn, which starts its
+// own).
+func (ps *paramState) init(conv, rootValues *Params, index *treeIndex, secrets *secretSet) {
+	ps.conv, ps.rootValues, ps.index, ps.secrets = conv, rootValues, index, secrets
 	if ps.secrets == nil {
-		ps.secrets = &secretSet{}
+		ps.secrets = &ps.own
 	}
 	if secrets == nil && conv.Len() > 0 { // a conversation without parameters hides nothing
 		// Hidden by the conversation, or by any agent that declares the
@@ -322,7 +332,6 @@ func newParamState(conv, rootValues *Params, index *treeIndex, secrets *secretSe
 			}
 		}
 	}
-	return ps
 }
 
 // forAgent resolves a's values (memoised for the turn).
@@ -349,7 +358,7 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 			pr := ps.resolveLocked(p)
 			r = &agentParams{values: pr.values, hidden: pr.hidden, missing: pr.missing}
 		} else {
-			r = &agentParams{}
+			r = noParams
 		}
 	default:
 		var parent *Params
@@ -358,12 +367,15 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 		}
 		r = resolve(a.Name(), specs, parent, ps.conv, nil)
 	}
-	if r.hidden == nil {
+	if r.hidden == nil && r.values != nil {
 		r.hidden = hiddenFor(specs, r.values)
 	}
 	for n := range r.hidden {
 		v, _ := r.values.Get(n)
 		ps.secrets.add(n, v.Value)
+	}
+	if ps.resolved == nil {
+		ps.resolved = map[string]*agentParams{}
 	}
 	ps.resolved[a.Name()] = r
 	return r

@@ -17,13 +17,14 @@ import (
 // instruction (static prefix, or global + instruction + roster), output
 // schema, tools, then the history per include_contents.
 func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*model.Request, error) {
-	cfg := &genai.GenerateContentConfig{}
+	mr := &modelRequest{}
+	cfg := &mr.cfg
 	if a.cfg.GenerateConfig != nil {
-		c := *a.cfg.GenerateConfig
-		c.Tools = append([]*genai.Tool(nil), c.Tools...)
-		cfg = &c
+		*cfg = *a.cfg.GenerateConfig
+		cfg.Tools = append([]*genai.Tool(nil), cfg.Tools...)
 	}
-	req := &model.Request{Model: a.cfg.Model.Name(), Agent: a.cfg.Name, Config: cfg}
+	req := &mr.req
+	*req = model.Request{Model: a.cfg.Model.Name(), Agent: a.cfg.Name, Config: cfg}
 
 	dynamic, err := a.dynamicInstruction(ctx, inv)
 	if err != nil {
@@ -44,12 +45,12 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	}
 	contents := a.contents(inv)
 	if a.cfg.StaticInstruction != "" {
-		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: a.cfg.StaticInstruction}}}
+		cfg.SystemInstruction = mr.system(a.cfg.StaticInstruction)
 		if dynamic != "" {
 			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: dynamic}}})
 		}
 	} else if dynamic != "" {
-		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: dynamic}}}
+		cfg.SystemInstruction = mr.system(dynamic)
 	}
 	req.Contents = contents
 
@@ -90,9 +91,12 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 		}
 		req.Options.ParallelToolCalls = o.Options.ParallelToolCalls
 	}
-	rc := &ReadonlyContext{inv: inv}
+	var rc *ReadonlyContext
 	for _, t := range tools.list {
 		if rp, ok := t.(RequestProcessor); ok {
+			if rc == nil {
+				rc = &ReadonlyContext{inv: inv}
+			}
 			if err := rp.ProcessRequest(ctx, rc, req); err != nil {
 				return nil, fmt.Errorf("tool %s: %w", t.Name(), err)
 			}
@@ -101,10 +105,34 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	return req, nil
 }
 
+// modelRequest is what buildRequest allocates for one model request, in
+// one allocation: the request, its config and its system instruction.
+type modelRequest struct {
+	req      model.Request
+	cfg      genai.GenerateContentConfig
+	sys      genai.Content
+	sysParts [1]*genai.Part
+	sysPart  genai.Part
+}
+
+// system returns the request's system instruction, text.
+func (mr *modelRequest) system(text string) *genai.Content {
+	mr.sysPart.Text = text
+	mr.sysParts[0] = &mr.sysPart
+	mr.sys = genai.Content{Role: genai.RoleUser, Parts: mr.sysParts[:]}
+	return &mr.sys
+}
+
 // dynamicInstruction is global instruction + instruction, templated (a
 // provider's result is used verbatim).
 func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (string, error) {
-	cc := newCallbackContext(inv)
+	var cc *CallbackContext // made when a template or the provider needs it
+	state := func() *CallbackContext {
+		if cc == nil {
+			cc = newCallbackContext(inv)
+		}
+		return cc
+	}
 	global := a.cfg.GlobalInstruction
 	if global == "" {
 		if root, ok := inv.sh.root.(*LlmAgent); ok {
@@ -112,18 +140,18 @@ func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (str
 		}
 	}
 	var err error
-	if global != "" {
-		if global, err = InjectState(ctx, cc, global); err != nil {
+	if strings.Contains(global, "{") {
+		if global, err = InjectState(ctx, state(), global); err != nil {
 			return "", fmt.Errorf("global_instruction: %w", err)
 		}
 	}
 	instr := a.cfg.Instruction
 	if a.cfg.InstructionProvider != nil {
-		if instr, err = a.cfg.InstructionProvider(ctx, &cc.ReadonlyContext); err != nil {
+		if instr, err = a.cfg.InstructionProvider(ctx, &state().ReadonlyContext); err != nil {
 			return "", fmt.Errorf("instruction provider: %w", err)
 		}
-	} else if instr != "" {
-		if instr, err = InjectState(ctx, cc, instr); err != nil {
+	} else if strings.Contains(instr, "{") {
+		if instr, err = InjectState(ctx, state(), instr); err != nil {
 			return "", fmt.Errorf("instruction: %w", err)
 		}
 	}

@@ -241,30 +241,48 @@ func (r *Run) StartAgent() string {
 	return r.agent
 }
 
+// runState is what a top-level turn keeps for as long as it runs, in one
+// allocation: the Run handed to the caller, the turn, the request, and
+// what every invocation of the turn shares (its usage, its model-call
+// count, the locks of its sub-conversations).
+type runState struct {
+	run      Run
+	usage    usageTotal
+	t        turn
+	req      RunRequest
+	llmCalls atomic.Int64
+	subLocks sync.Map
+}
+
 // Run starts a user turn.
 func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
-	run := &Run{usage: &usageTotal{}}
-	t := &turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &atomic.Int64{}, usage: run.usage,
-		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: run,
-		newInvID: req.InvocationID, lease: req.Lease}
-	run.events = func(yield func(*sessions.Event, error) bool) {
-		sess, err := r.session(ctx, &req)
-		if err != nil {
-			yield(nil, err)
+	rs := &runState{req: req}
+	rs.run.usage = &rs.usage
+	rs.t = turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &rs.llmCalls, usage: &rs.usage,
+		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: &rs.run,
+		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks}
+	rs.run.events = func(yield func(*sessions.Event, error) bool) { r.events(ctx, rs, yield) }
+	return &rs.run
+}
+
+// events runs the turn of rs, yielding its events.
+func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.Event, error) bool) {
+	req, t := &rs.req, &rs.t
+	sess, err := r.session(ctx, req)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	// Parameters stored with the session, under this request's.
+	t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(req.Params)
+	for ev, err := range t.run(ctx, sess, req.NewMessage, req.StateDelta) {
+		if !yield(ev, err) || err != nil {
 			return
 		}
-		// Parameters stored with the session, under this request's.
-		t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(req.Params)
-		for ev, err := range t.run(ctx, sess, req.NewMessage, req.StateDelta) {
-			if !yield(ev, err) || err != nil {
-				return
-			}
-		}
-		// The turn is over and stored: compact when it is due, in the
-		// background (sess holds the turn's window and events).
-		r.compactor.start(ctx, sess)
 	}
-	return run
+	// The turn is over and stored: compact when it is due, in the
+	// background (sess holds the turn's window and events).
+	r.compactor.start(ctx, sess)
 }
 
 // turnWindow is what a turn reads of its session: the events from the
@@ -374,16 +392,18 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		t.out.invID, t.out.agent, t.out.made = invID, target.Name(), t.madeInvID && t.invID == ""
 		t.out.mu.Unlock()
 	}
-	if t.subLocks == nil {
-		t.subLocks = &sync.Map{}
-	}
-	live := newLiveSession(sess, t.svc.sessions)
-	live.lease = t.lease
-	sh := &invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: live,
-		llmCalls: t.llmCalls, usage: t.usage, temp: map[string]any{}, params: t.params, clientTools: t.clientTools,
+	// The invocation, what its agents share, its live session and its
+	// parameters live as long as one another: one allocation.
+	st := &invState{}
+	st.live.init(sess, t.svc.sessions)
+	st.live.lease = t.lease
+	st.sh = invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &st.live,
+		llmCalls: t.llmCalls, usage: t.usage, params: t.params, clientTools: t.clientTools,
 		overrides: t.overrides, subLocks: t.subLocks}
-	inv := &Invocation{id: invID, agent: target, userContent: msg, sh: sh, resume: resume}
-	sh.pstate = newParamState(t.params, t.rootValues, t.index, t.secrets)
+	st.inv = Invocation{id: invID, agent: target, userContent: msg, sh: &st.sh, resume: resume}
+	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
+	sh, inv := &st.sh, &st.inv
+	sh.pstate = &st.ps
 	if err := inv.checkParams(target); err != nil {
 		return ctx, nil, nil, err
 	}
@@ -422,6 +442,9 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	for k, v := range ev.Actions.StateDelta {
 		if len(k) > len(sessions.PrefixTemp) && k[:len(sessions.PrefixTemp)] == sessions.PrefixTemp {
 			inv.sh.tempMu.Lock()
+			if inv.sh.temp == nil {
+				inv.sh.temp = map[string]any{}
+			}
 			inv.sh.temp[k] = v
 			inv.sh.tempMu.Unlock()
 		}

@@ -33,7 +33,9 @@ func FuzzInjectState(f *testing.F) {
 	if _, err := arts.Save(ctx, artifact.Key{App: "app", User: "u1", Session: "s1", Name: "notes"}, &genai.Part{Text: "milk"}); err != nil {
 		f.Fatal(err)
 	}
-	inv := &Invocation{sh: &invShared{svc: &services{sessions: store, artifacts: arts, appName: "app"}, sess: newLiveSession(sess, store),
+	live := &liveSession{}
+	live.init(sess, store)
+	inv := &Invocation{sh: &invShared{svc: &services{sessions: store, artifacts: arts, appName: "app"}, sess: live,
 		temp: map[string]any{"temp:mood": "calm"}}}
 	f.Fuzz(func(t *testing.T, tmpl string) {
 		out, err := InjectState(ctx, newCallbackContext(inv), tmpl)

@@ -7,12 +7,14 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,22 +131,28 @@ func redisStore(tb testing.TB, prefix string) *sessionsredis.Store {
 // not nil, changes its Config before it is built.
 func newProviderGateway(tb testing.TB, agent spec.Agent, pc openai.Config, with func(*gateway.Config)) *gateway.Server {
 	tb.Helper()
-	agent.Model = "mock/" + agent.Name
-	set := spec.Set{
-		Providers: []spec.Provider{{Name: "mock", Type: "openai"}},
-		Agents:    []spec.Agent{agent},
-		Models:    []spec.VirtualModel{{ID: agent.Name, Agent: agent.Name}},
-	}
-	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{
-		"openai": func(p spec.Provider) (func(string) (model.LLM, error), error) {
+	return newAgentGateway(tb, agent, spec.Provider{Name: "mock", Type: "openai"},
+		func(p spec.Provider) (func(string) (model.LLM, error), error) {
 			pc.Name, pc.APIKey, pc.MaxRetries = p.Name, "mock-key", -1
 			prov, err := openai.New(pc)
 			if err != nil {
 				return nil, err
 			}
 			return func(id string) (model.LLM, error) { return prov.Model(id), nil }, nil
-		},
-	}})
+		}, with)
+}
+
+// newAgentGateway is newProviderGateway's server with agent on provider p,
+// made by factory; with, when not nil, changes its Config.
+func newAgentGateway(tb testing.TB, agent spec.Agent, p spec.Provider, factory spec.ProviderFactory, with func(*gateway.Config)) *gateway.Server {
+	tb.Helper()
+	agent.Model = p.Name + "/" + agent.Name
+	set := spec.Set{
+		Providers: []spec.Provider{p},
+		Agents:    []spec.Agent{agent},
+		Models:    []spec.VirtualModel{{ID: agent.Name, Agent: agent.Name}},
+	}
+	cat, err := spec.Build(set, spec.BuildOptions{Factories: map[string]spec.ProviderFactory{p.Type: factory}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -181,6 +189,18 @@ func benchHistory(rounds int) string {
 	return strings.Join(msgs, ",")
 }
 
+// connRecorder is an httptest.ResponseRecorder that takes read and write
+// deadlines as a server connection does (it ignores them). The gateway
+// sets them on every request through http.ResponseController, which
+// builds an error for each on a writer that cannot take them: a cost the
+// real server does not pay, and which would hide its own.
+type connRecorder struct{ *httptest.ResponseRecorder }
+
+func newConnRecorder() connRecorder { return connRecorder{httptest.NewRecorder()} }
+
+func (connRecorder) SetReadDeadline(time.Time) error  { return nil }
+func (connRecorder) SetWriteDeadline(time.Time) error { return nil }
+
 // BenchmarkResponsesTurn is BenchmarkChatTurn's turn on /v1/responses: the
 // same gateway and upstream, a new conversation (stored, as the default
 // store true does) or none (store false) per turn.
@@ -204,7 +224,7 @@ func BenchmarkResponsesTurn(b *testing.B) {
 			for b.Loop() {
 				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/responses", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				w := httptest.NewRecorder()
+				w := newConnRecorder()
 				gw.ServeHTTP(w, req)
 				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
 					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
@@ -268,7 +288,7 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 		if !stateless {
 			req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
 		}
-		w := httptest.NewRecorder()
+		w := newConnRecorder()
 		gw.ServeHTTP(w, req)
 		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
 			b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
@@ -337,4 +357,80 @@ func (noRunLog) Read(context.Context, string, int64, int) ([]runs.Frame, bool, e
 }
 func (noRunLog) Follow(context.Context, string, int64) iter.Seq2[runs.Frame, error] {
 	return func(yield func(runs.Frame, error) bool) { yield(runs.Frame{}, runs.ErrNotFound) }
+}
+
+// countingListener counts the writes to the connections it accepts: over
+// TCP each is a system call and, on loopback, a wake-up of the reader.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// BenchmarkStreamBurst is a streamed chat turn over real connections
+// (loopback TCP: client, gateway and upstream in this process) whose
+// upstream sends its 20 deltas in one write, on each streaming provider:
+// what the pacing of flushes (model.Pacer) saves shows as the gateway's
+// writes to its client per turn (writes/op), and in the CPU the turn
+// costs the process (cpu-ns/op, the client's and the upstream's included,
+// which pacing does not change).
+func BenchmarkStreamBurst(b *testing.B) {
+	const deltas = 20
+	for _, p := range paceProviders {
+		b.Run(p.name, func(b *testing.B) {
+			var body strings.Builder
+			for i := range deltas {
+				body.WriteString(p.delta("tok" + strconv.Itoa(i) + " "))
+			}
+			body.WriteString(p.tail)
+			answer := body.String()
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				streamUpstream(w, r)
+				_, _ = io.WriteString(w, answer)
+			}))
+			defer up.Close()
+			gw := newAgentGateway(b, spec.Agent{Name: "pace", Instruction: "Answer."},
+				spec.Provider{Name: "up", Type: p.name, BaseURL: up.URL, APIKey: "sk-test"}, p.factory, nil)
+			var writes atomic.Int64
+			srv := httptest.NewUnstartedServer(gw)
+			srv.Listener = countingListener{Listener: srv.Listener, writes: &writes}
+			srv.Start()
+			defer srv.Close()
+			req := []byte(`{"model":"pace","stream":true,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
+			client := srv.Client()
+			b.ReportAllocs()
+			writes.Store(0)
+			cpu0 := benchenv.CPU()
+			for b.Loop() {
+				resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", bytes.NewReader(req))
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
+					b.Fatalf("status %d, %v: %s", resp.StatusCode, err, got)
+				}
+			}
+			b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(writes.Load())/float64(b.N), "writes/op")
+		})
+	}
 }

@@ -43,12 +43,20 @@ var errBodyTimeout = errors.New("gateway: the request body did not arrive in tim
 func (s *Server) deadlines(c *gin.Context) {
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetWriteDeadline(time.Time{})
-	c.Writer = &deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}
+	d := &requestDeadlines{w: deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}}
+	c.Writer = &d.w
 	if r := c.Request; r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-		r.Body = &timedBody{ReadCloser: r.Body, w: c.Writer}
+		d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
+		r.Body = &d.body
 	}
 	c.Next()
+}
+
+// requestDeadlines is a request's writer and body, in one allocation.
+type requestDeadlines struct {
+	w    deadlineWriter
+	body timedBody
 }
 
 // timedBody clears the connection's read deadline once the body has been

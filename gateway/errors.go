@@ -163,6 +163,26 @@ func modelError(me *model.Error) *apiError {
 	return e
 }
 
+// jsonContentType is the Content-Type of the JSON answers writeJSON
+// writes. Shared and read only: net/http only reads a header's values,
+// and a slice of its own per answer was an allocation.
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+// writeJSON answers 200 with body, JSON already encoded, and sends it at
+// once: net/http would send an answer that fits its buffer only when the
+// handler returned, after what the request does once it has answered (the
+// run's end in the registry, the access log, the metrics), which the
+// client then waited for. With its length set the answer is still one
+// write, as net/http would have made it.
+func writeJSON(c *gin.Context, body []byte) {
+	h := c.Writer.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(body)
+	c.Writer.Flush()
+}
+
 // writeOpenAIError answers with OpenAI's error envelope.
 func writeOpenAIError(c *gin.Context, e *apiError) {
 	setUnauthorized(c, e.status)

@@ -136,7 +136,7 @@ func methodNotAllowed(c *gin.Context) error {
 // writeNull answers 200 with the JSON body null (ADK's DELETE answer;
 // ADK's clients parse every body as JSON).
 func writeNull(c *gin.Context) {
-	c.Data(http.StatusOK, "application/json; charset=utf-8", []byte("null"))
+	writeJSON(c, []byte("null"))
 }
 
 // listSessions answers the user's top-level sessions (without events), or

@@ -477,3 +477,53 @@ func (m *lockingMemory) AcquireGetOrCreate(ctx context.Context, req sessions.Cre
 func withStoreLocker(s *lockingMemory) fixtureOpt {
 	return func(c *gateway.Config) { c.Sessions, c.Locker = s, s }
 }
+
+// heldLog holds the access log's record (message "request") until release
+// is closed, and notes when it gave up waiting.
+type heldLog struct {
+	release chan struct{}
+	gaveUp  chan struct{}
+}
+
+func (h *heldLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *heldLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "request" {
+		select {
+		case <-h.release:
+		case <-time.After(10 * time.Second):
+			close(h.gaveUp)
+		}
+	}
+	return nil
+}
+
+func (h *heldLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *heldLog) WithGroup(string) slog.Handler      { return h }
+
+// A whole answer reaches the client before the request's bookkeeping
+// after it (the run's end, the access log, the metrics): the access log
+// here waits until the client has read the whole answer, which it could
+// not if the answer went out only when the handler returned.
+func TestAnswerBeforeBookkeeping(t *testing.T) {
+	verifyNoLeaks(t)
+	log := &heldLog{release: make(chan struct{}), gaveUp: make(chan struct{})}
+	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		yield(textFinal("fake answer"), nil)
+	}, func(c *gateway.Config) { c.Logger = slog.New(log) })
+	resp := f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"hi"}]}`)
+	body, err := io.ReadAll(resp.Body) // until Content-Length: the body's end
+	resp.Body.Close()
+	close(log.release)
+	select {
+	case <-log.gaveUp:
+		t.Fatal("the answer reached the client only after the access log")
+	default:
+	}
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"content":"fake answer"`)) {
+		t.Fatalf("status %d, %v: %s", resp.StatusCode, err, body)
+	}
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+		t.Errorf("Content-Length %d, transfer encoding %v, for a body of %d bytes", resp.ContentLength, resp.TransferEncoding, len(body))
+	}
+}

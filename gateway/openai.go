@@ -244,9 +244,14 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 // newInput is a request's new input as one user message, and the tool
 // results among it; a 400 naming param, saying empty, when there is none.
 func newInput(conv openaiwire.Conversation, param, empty string) (*genai.Content, []*genai.FunctionResponse, error) {
-	msg := &genai.Content{Role: genai.RoleUser}
-	for _, c := range conv.New {
-		msg.Parts = append(msg.Parts, c.Parts...)
+	var msg *genai.Content
+	if len(conv.New) == 1 && conv.New[0].Role == genai.RoleUser {
+		msg = conv.New[0] // the request's own, decoded for this turn
+	} else {
+		msg = &genai.Content{Role: genai.RoleUser}
+		for _, c := range conv.New {
+			msg.Parts = append(msg.Parts, c.Parts...)
+		}
 	}
 	if len(msg.Parts) == 0 {
 		return nil, nil, badRequest(param, empty)
@@ -308,7 +313,7 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest, system string)
 	if err != nil {
 		return nil, err
 	}
-	return turnOverrides(a, "response_format", &agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode,
+	return turnOverrides(a, "response_format", agentcore.Overrides{OutputSchema: schema, JSONMode: jsonMode,
 		Generate: openaiwire.GenerationSettings(req, nil), ToolConfig: openaiwire.ToToolConfig(req.ToolChoice),
 		Options: req.ModelOptions(), Instruction: system})
 }
@@ -317,8 +322,9 @@ func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest, system string)
 // names the request's output format field) against the app: a structured
 // output needs an LLM agent at the root, and the client's system text is
 // kept only when the model appends client instructions. It returns nil
-// when nothing is left to override (the agents' own settings apply).
-func turnOverrides(a *app, format string, o *agentcore.Overrides) (*agentcore.Overrides, error) {
+// when nothing is left to override (the agents' own settings apply): most
+// turns, which then allocate nothing for it.
+func turnOverrides(a *app, format string, o agentcore.Overrides) (*agentcore.Overrides, error) {
 	if o.OutputSchema != nil || o.JSONMode {
 		if _, ok := a.Root.(*agentcore.LlmAgent); !ok {
 			return nil, badRequest(format, fmt.Sprintf("Model %s is served by a %T workflow; %s needs an LLM agent at the root.", a.ID, a.Root, format))
@@ -330,7 +336,9 @@ func turnOverrides(a *app, format string, o *agentcore.Overrides) (*agentcore.Ov
 	if o.OutputSchema == nil && !o.JSONMode && o.Generate == nil && o.ToolConfig == nil && o.Options == (model.Options{}) && o.Instruction == "" {
 		return nil, nil
 	}
-	return o, nil
+	out := new(agentcore.Overrides)
+	*out = o
+	return out, nil
 }
 
 // encoderTools maps the client actions every turn of an app may show
@@ -551,7 +559,7 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	writeJSON(c, body)
 	if cap(body) <= maxPooledCompletion {
 		*buf = body // keep what it grew to
 	}

@@ -38,7 +38,7 @@ const metadataParamPrefix = "param."
 
 // metadataParams reads the caller's parameters from /v1 metadata.
 func metadataParams(md map[string]string) (map[string]agentcore.Param, error) {
-	out := map[string]agentcore.Param{}
+	var out map[string]agentcore.Param // nil until the first parameter
 	hidden := map[string]string{}
 	for k, v := range md {
 		rest, ok := strings.CutPrefix(k, metadataParamPrefix)
@@ -48,6 +48,9 @@ func metadataParams(md map[string]string) (map[string]agentcore.Param, error) {
 		if name, ok := strings.CutSuffix(rest, ".send_to_model"); ok {
 			hidden[name] = v
 			continue
+		}
+		if out == nil {
+			out = map[string]agentcore.Param{}
 		}
 		out[rest] = agentcore.Param{Value: v, SendToModel: true}
 	}

@@ -210,7 +210,7 @@ func (rt *responsesTurn) prepare(_ context.Context, d *turnRequest) error {
 	if err != nil {
 		return err
 	}
-	d.overrides, err = turnOverrides(d.app, "text.format", &agentcore.Overrides{OutputSchema: f.Schema, JSONMode: f.JSON && f.Schema == nil,
+	d.overrides, err = turnOverrides(d.app, "text.format", agentcore.Overrides{OutputSchema: f.Schema, JSONMode: f.JSON && f.Schema == nil,
 		Generate: r.GenerationSettings(nil), ToolConfig: r.ToolConfig(), Options: r.ModelOptions(), Instruction: rt.system})
 	return err
 }
@@ -622,7 +622,7 @@ func (s *Server) getResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+	writeJSON(c, rec.Response)
 }
 
 // deleteResponse answers DELETE /v1/responses/{id}: the record goes; the

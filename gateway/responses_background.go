@@ -270,7 +270,7 @@ func (s *Server) cancelResponse(c *gin.Context) {
 		writeOpenAIError(c, classify(err))
 		return
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+	writeJSON(c, rec.Response)
 }
 
 // currentResponse reads the record of response id, as loadResponse does.

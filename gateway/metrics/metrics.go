@@ -70,6 +70,35 @@ type Metrics struct {
 	// names holds the label values the configuration allows; a reload
 	// swaps it (SetSpec).
 	names atomic.Pointer[names]
+
+	// What every turn observes, by label values (see memo).
+	requests    *memo[requestKey, requestMetrics]
+	calls       *memo[callKey, callMetrics]
+	tokenCounts *memo[tokenKey, prometheus.Counter]
+	ops         *memo[opKey, opMetrics]
+}
+
+type requestKey struct{ method, route, class string }
+
+type requestMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type callKey struct{ provider, model, outcome string }
+
+type callMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type tokenKey struct{ provider, model, agent, kind string }
+
+type opKey struct{ op, outcome string }
+
+type opMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // names are the configured virtual models and agents.
@@ -163,6 +192,18 @@ func New(cfg Config) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	m.requests = newMemo(func(k requestKey) requestMetrics {
+		return requestMetrics{m.httpRequests.WithLabelValues(k.method, k.route, k.class), m.httpDuration.WithLabelValues(k.method, k.route)}
+	})
+	m.calls = newMemo(func(k callKey) callMetrics {
+		return callMetrics{m.modelCalls.WithLabelValues(k.provider, k.model, k.outcome), m.modelDuration.WithLabelValues(k.provider, k.model)}
+	})
+	m.tokenCounts = newMemo(func(k tokenKey) prometheus.Counter {
+		return m.tokens.WithLabelValues(k.provider, k.model, k.agent, k.kind)
+	})
+	m.ops = newMemo(func(k opKey) opMetrics {
+		return opMetrics{m.storeOps.WithLabelValues(k.op, k.outcome), m.storeDuration.WithLabelValues(k.op)}
+	})
 	m.SetSpec(cfg.Spec)
 	return m, nil
 }
@@ -225,9 +266,9 @@ func (m *Metrics) agent(name string) string {
 // ObserveRequest records one finished HTTP request. route is the matched
 // route template ("" when none matched).
 func (m *Metrics) ObserveRequest(method, route string, status int, d time.Duration) {
-	method, route = methodLabel(method), routeLabel(route)
-	m.httpRequests.WithLabelValues(method, route, statusClass(status)).Inc()
-	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
+	r := m.requests.get(requestKey{methodLabel(method), routeLabel(route), statusClass(status)})
+	r.count.Inc()
+	r.duration.Observe(d.Seconds())
 }
 
 // ObserveFirstToken records the time from a streaming request's arrival to
@@ -251,18 +292,19 @@ func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.Gener
 		info = agentInfo{provider: Other, model: Other}
 		agent = Other
 	}
-	m.modelCalls.WithLabelValues(info.provider, info.model, modelOutcome(err)).Inc()
-	m.modelDuration.WithLabelValues(info.provider, info.model).Observe(d.Seconds())
+	c := m.calls.get(callKey{info.provider, info.model, modelOutcome(err)})
+	c.count.Inc()
+	c.duration.Observe(d.Seconds())
 	if usage == nil {
 		return
 	}
-	for _, k := range []struct {
+	for _, k := range [...]struct {
 		kind string
 		n    int32
 	}{{"prompt", usage.PromptTokenCount}, {"completion", usage.CandidatesTokenCount},
 		{"reasoning", usage.ThoughtsTokenCount}, {"cached", usage.CachedContentTokenCount}} {
 		if k.n > 0 {
-			m.tokens.WithLabelValues(info.provider, info.model, agent, k.kind).Add(float64(k.n))
+			m.tokenCounts.get(tokenKey{info.provider, info.model, agent, k.kind}).Add(float64(k.n))
 		}
 	}
 }

@@ -265,8 +265,9 @@ func (l *instrumentedLease) Release() {
 func (l *instrumentedLease) Unwrap() sessions.Lease { return l.Lease }
 
 func (m *Metrics) storeOp(op string, start time.Time, err error) {
-	m.storeOps.WithLabelValues(op, storeOutcome(err)).Inc()
-	m.storeDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	o := m.ops.get(opKey{op, storeOutcome(err)})
+	o.count.Inc()
+	o.duration.Observe(time.Since(start).Seconds())
 }
 
 func storeOutcome(err error) string {

@@ -88,6 +88,12 @@ type Encoder struct {
 	calls     []EmittedToolCall
 	acc       Accumulator
 	events    []ChatCompletionChunk // what Event returns, reused by the next call
+	// texts and choices hold what Event's text chunks point to, reused by
+	// its next call as events is: a streamed delta allocates no chunk of
+	// its own.
+	texts   []string
+	choices []ChunkChoice
+	finish  FinishReason // what Finish's chunk points to
 }
 
 type turnKey struct{ author, branch string }
@@ -124,14 +130,17 @@ func (e *Encoder) Start(author, invocationID string) []ChatCompletionChunk {
 }
 
 // Event returns the chunks for one runtime event, possibly none. After
-// Finish it returns nothing. The slice is the encoder's: it holds the
-// chunks until the next call to Event, which reuses it.
+// Finish it returns nothing. The slice, and the text and choices of its
+// content chunks, are the encoder's: they hold until the next call to
+// Event, which reuses them (as bufio.Scanner's Bytes does); a caller that
+// keeps chunks longer copies them.
 func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 	if e.finished || ev == nil || ev.Author == "user" {
 		return nil
 	}
 	e.ext = Extension{Author: ev.Author, InvocationID: ev.InvocationID}
 	out := e.events[:0]
+	e.texts, e.choices = e.texts[:0], e.choices[:0]
 	key := turnKey{ev.Author, ev.Branch}
 	if ev.Partial {
 		if text := e.streamed.partial(key, ev.Text()); text != "" {
@@ -198,8 +207,13 @@ func unsent(streamed, final string) string {
 	return rest
 }
 
+// text is a content chunk of Event's: its text and choice are in e's
+// texts and choices (an append that grows them leaves the chunks made
+// before on the old arrays, which stay as they were).
 func (e *Encoder) text(s string) ChatCompletionChunk {
-	return e.chunk(Delta{Content: &s}, nil, e.ext)
+	e.texts = append(e.texts, s)
+	e.choices = append(e.choices, ChunkChoice{})
+	return e.chunkIn(Delta{Content: &e.texts[len(e.texts)-1]}, nil, e.ext, e.choices[len(e.choices)-1:])
 }
 
 func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCompletionChunk {
@@ -253,6 +267,11 @@ func clientCall(fc *genai.FunctionCall, clientTools map[string]string, seen *map
 // chunk builds a one-choice chunk, adding the role to the response's first
 // delta, and folds it into the completion (see accumulate).
 func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatCompletionChunk {
+	return e.chunkIn(d, finish, ext, make([]ChunkChoice, 1))
+}
+
+// chunkIn is chunk with its one choice in choices.
+func (e *Encoder) chunkIn(d Delta, finish *FinishReason, ext Extension, choices []ChunkChoice) ChatCompletionChunk {
 	if !e.roleSent {
 		e.roleSent = true
 		d.Role = "assistant"
@@ -262,7 +281,8 @@ func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatComple
 		}
 	}
 	c := e.base(ext)
-	c.Choices = []ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+	choices[0] = ChunkChoice{Index: 0, Delta: d, FinishReason: finish}
+	c.Choices = choices
 	e.accumulate(c)
 	return c
 }
@@ -293,8 +313,8 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 	if e.finished {
 		return nil
 	}
-	reason := e.FinishReason()
-	out := []ChatCompletionChunk{e.chunk(Delta{}, &reason, e.ext)}
+	e.finish = e.FinishReason()
+	out := []ChatCompletionChunk{e.chunk(Delta{}, &e.finish, e.ext)}
 	e.finished = true
 	if e.cfg.IncludeUsage {
 		u := UsageFrom(usage)
@@ -401,8 +421,14 @@ func (a *Accumulator) Completion() *ChatCompletion {
 	}
 	ext := a.ext
 	ext.TransferToAgent = a.transfer
-	c := &ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
-		Choices: []Choice{{Index: 0, Message: msg, FinishReason: a.finish}}}
+	// The completion and its one choice in one allocation.
+	cc := &struct {
+		c      ChatCompletion
+		choice [1]Choice
+	}{choice: [1]Choice{{Index: 0, Message: msg, FinishReason: a.finish}}}
+	c := &cc.c
+	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
+		Choices: cc.choice[:]}
 	if a.usage != nil {
 		c.Usage = *a.usage
 	}

@@ -3,6 +3,7 @@ package openaiwire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,6 +54,22 @@ func testConfig() EncoderConfig {
 
 // summarize renders chunks one line each, for readable expectations:
 // "<author>: role content=\"Hi\" tool[0] id=... name=... args=\"\" finish=stop transfer=x usage=p/c/t".
+// kept copies what Event returned so that it outlives the next call,
+// which reuses the chunks and what they point to.
+func kept(chunks []ChatCompletionChunk) []ChatCompletionChunk {
+	out := slices.Clone(chunks)
+	for i := range out {
+		out[i].Choices = slices.Clone(out[i].Choices)
+		for j := range out[i].Choices {
+			if d := &out[i].Choices[j].Delta; d.Content != nil {
+				text := *d.Content
+				d.Content = &text
+			}
+		}
+	}
+	return out
+}
+
 func summarize(chunks []ChatCompletionChunk) []string {
 	var out []string
 	for _, c := range chunks {
@@ -361,7 +378,7 @@ func TestEncoder(t *testing.T) {
 					chunks = append(chunks, enc.Start(tt.start[0], tt.start[1])...)
 				}
 				for _, ev := range tt.events {
-					chunks = append(chunks, enc.Event(ev)...)
+					chunks = append(chunks, kept(enc.Event(ev))...)
 				}
 				return enc, append(chunks, enc.Finish(usage)...)
 			}
@@ -426,7 +443,7 @@ func TestEncoderGolden(t *testing.T) {
 	enc := NewEncoder(cfg)
 	var chunks []ChatCompletionChunk
 	for _, ev := range events {
-		chunks = append(chunks, enc.Event(ev)...)
+		chunks = append(chunks, kept(enc.Event(ev))...)
 	}
 	chunks = append(chunks, enc.Finish(usage)...)
 

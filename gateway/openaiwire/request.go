@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ChatCompletionRequest is the body of POST /v1/chat/completions. It accepts
@@ -107,7 +108,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	switch firstByte(b) {
 	case '"':
 		*c = Content{}
-		return json.Unmarshal(b, &c.Text)
+		return unquote(b, &c.Text)
 	case '[':
 		*c = Content{Parts: []ContentPart{}}
 		return json.Unmarshal(b, &c.Parts)
@@ -223,7 +224,7 @@ func (t *ToolChoice) UnmarshalJSON(b []byte) error {
 	*t = ToolChoice{}
 	switch firstByte(b) {
 	case '"':
-		return json.Unmarshal(b, &t.Mode)
+		return unquote(b, &t.Mode)
 	case '{':
 		var o toolChoiceObject
 		if err := json.Unmarshal(b, &o); err != nil {
@@ -282,7 +283,7 @@ func (s *StopSequences) UnmarshalJSON(b []byte) error {
 	switch firstByte(b) {
 	case '"':
 		var one string
-		if err := json.Unmarshal(b, &one); err != nil {
+		if err := unquote(b, &one); err != nil {
 			return err
 		}
 		*s = StopSequences{one}
@@ -294,6 +295,36 @@ func (s *StopSequences) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[StopSequences]()}
+}
+
+// unquote decodes the JSON string b into s. A plain string (no escapes,
+// quotes or control characters, valid UTF-8) is its bytes between the
+// quotes, taken without another pass of encoding/json (a custom
+// UnmarshalJSON runs inside one, which scanned the value already); others
+// go through encoding/json, which unescapes, replaces invalid UTF-8 and
+// reports malformed strings.
+func unquote(b []byte, s *string) error {
+	b = bytes.Trim(b, " \t\r\n") // JSON's white space
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && plainString(b[1:len(b)-1]) {
+		*s = string(b[1 : len(b)-1])
+		return nil
+	}
+	return json.Unmarshal(b, s)
+}
+
+// plainString reports whether b is the inside of a JSON string that needs
+// no decoding.
+func plainString(b []byte) bool {
+	ascii := true
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c < 0x20:
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(b)
 }
 
 func firstByte(b []byte) byte {

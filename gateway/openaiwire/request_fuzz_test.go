@@ -59,3 +59,27 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnquote decodes any value as a JSON string: what unquote gives is
+// what encoding/json gives, error or not, with and without the scan that
+// a custom UnmarshalJSON runs inside of.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"hi"`, ` "spaced" `, `"é and 日本"`, `"tab\there"`, `"quote \" inside"`, `"\u00e9\ud83d\ude00"`,
+		"\"raw\x01control\"", "\"bad \xff utf8\"", `"unterminated`, `"a"b"`, `""`, `5`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got, want string
+		err := unquote(b, &got)
+		wantErr := json.Unmarshal(b, &want)
+		if (err != nil) != (wantErr != nil) || got != want {
+			t.Fatalf("unquote(%q) = %q, %v; encoding/json: %q, %v", b, got, err, want, wantErr)
+		}
+		var inContent Content
+		if json.Unmarshal(append(append([]byte(`{"content":`), b...), '}'), &struct {
+			Content *Content `json:"content"`
+		}{&inContent}) == nil && wantErr == nil && inContent.Text != want {
+			t.Fatalf("content %q decodes to %q, want %q", b, inContent.Text, want)
+		}
+	})
+}

@@ -221,30 +221,37 @@ func orDefault(s, def string) string {
 
 const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// randomAlnum returns n random characters of [A-Za-z0-9] from crypto/rand.
-func randomAlnum(n int) string {
-	out := make([]byte, 0, n)
-	buf := make([]byte, n+n/4+8)
-	for len(out) < n {
-		rand.Read(buf) // never fails (crypto/rand panics instead)
+// appendRandomAlnum appends n random characters of [A-Za-z0-9] from
+// crypto/rand to dst.
+func appendRandomAlnum(dst []byte, n int) []byte {
+	var buf [48]byte
+	for want := len(dst) + n; len(dst) < want; {
+		rand.Read(buf[:]) // never fails (crypto/rand panics instead)
 		for _, b := range buf {
 			// Reject the top of the byte range so every character is
 			// equally likely (248 = 4*62).
-			if b < 248 && len(out) < n {
-				out = append(out, alnum[b%62])
+			if b < 248 && len(dst) < want {
+				dst = append(dst, alnum[b%62])
 			}
 		}
 	}
-	return string(out)
+	return dst
+}
+
+// randomID returns prefix and n random characters of [A-Za-z0-9], in one
+// allocation (for the ids below, whose length fits the buffer).
+func randomID(prefix string, n int) string {
+	var buf [64]byte
+	return string(appendRandomAlnum(append(buf[:0], prefix...), n))
 }
 
 // NewCompletionID returns a fresh response id: "chatcmpl-" and 29 random
 // characters of [A-Za-z0-9], the length OpenAI uses.
-func NewCompletionID() string { return "chatcmpl-" + randomAlnum(29) }
+func NewCompletionID() string { return randomID("chatcmpl-", 29) }
 
 // NewToolCallID returns a fresh tool-call id: "call_" and 32 random
 // characters of [A-Za-z0-9] (37 characters).
-func NewToolCallID() string { return "call_" + randomAlnum(32) }
+func NewToolCallID() string { return randomID("call_", 32) }
 
 // ValidToolCallID reports whether id is safe to show to clients as a tool
 // call id: 1 to 40 characters of [A-Za-z0-9_-].

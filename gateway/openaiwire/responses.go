@@ -263,11 +263,11 @@ func (t ResponseToolChoice) MarshalJSON() ([]byte, error) {
 
 // NewResponseID returns a fresh response id: "resp_" and 40 random
 // characters of [A-Za-z0-9].
-func NewResponseID() string { return "resp_" + randomAlnum(40) }
+func NewResponseID() string { return randomID("resp_", 40) }
 
 // NewItemID returns a fresh output item id: prefix ("msg" or "fc"), "_" and
 // 40 random characters of [A-Za-z0-9].
-func NewItemID(prefix string) string { return prefix + "_" + randomAlnum(40) }
+func NewItemID(prefix string) string { return randomID(prefix+"_", 40) }
 
 // NewResponse returns the response object for r before the turn runs:
 // status in_progress, no output, no usage, and the request's settings

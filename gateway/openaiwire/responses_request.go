@@ -70,7 +70,7 @@ func (in *ResponseInput) UnmarshalJSON(b []byte) error {
 	switch firstByte(b) {
 	case '"':
 		*in = ResponseInput{}
-		return json.Unmarshal(b, &in.Text)
+		return unquote(b, &in.Text)
 	case '[':
 		*in = ResponseInput{Items: []InputItem{}}
 		return json.Unmarshal(b, &in.Items)
@@ -133,7 +133,7 @@ func (c *InputContent) UnmarshalJSON(b []byte) error {
 	switch firstByte(b) {
 	case '"':
 		*c = InputContent{}
-		return json.Unmarshal(b, &c.Text)
+		return unquote(b, &c.Text)
 	case '[':
 		*c = InputContent{Parts: []InputPart{}}
 		return json.Unmarshal(b, &c.Parts)

@@ -1,7 +1,8 @@
 // Package jsonenc appends JSON values byte for byte as encoding/json's
 // Marshal writes them, for the encoders written by hand where reflection
-// costs too much (openaiwire's chunks, sessions' events): their tests
-// compare them with json.Marshal, which stays the reference.
+// costs too much (openaiwire's chunks, sessions' events, the openai
+// provider's requests): their tests compare them with encoding/json, which
+// stays the reference.
 package jsonenc
 
 import (
@@ -16,12 +17,20 @@ const hexDigits = "0123456789abcdef"
 // (with its default HTML escaping): \" \\ \b \f \n \r \t, other control
 // characters and < > & as \u00XX, invalid UTF-8 as \ufffd, U+2028 and
 // U+2029 escaped.
-func AppendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// AppendStringNoHTML writes s as AppendString does but leaves < > & as
+// they are, as a json.Encoder does after SetEscapeHTML(false) (the openai
+// provider's requests: the upstream reads JSON, and prompts keep their
+// bytes).
+func AppendStringNoHTML(b []byte, s string) []byte { return appendString(b, s, false) }
+
+func appendString(b []byte, s string, escapeHTML bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || (c != '<' && c != '>' && c != '&')) {
 				i++
 				continue
 			}

@@ -1,19 +1,32 @@
 package jsonenc
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
 )
 
+// FuzzAppendString writes any string as encoding/json does, with HTML
+// escaping (json.Marshal) and without (an Encoder after SetEscapeHTML(false)).
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a<b>&c", "\x00\u2028\xff", `"\`} {
+	for _, s := range []string{"", "a<b>&c", "\x00\u2028\xff", `"\`, "tab\tand\bbell\f日本"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
 		if got := AppendString(nil, s); string(got) != string(want) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := AppendStringNoHTML([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendStringNoHTML(%q) = %s, want x%s", s, got, want)
 		}
 	})
 }

@@ -283,7 +283,11 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 		return false, c.failure(ctx, err, false)
 	}
 	defer resp.Body.Close()
-	sse := wire.NewSSEReader(resp.Body)
+	// A pacer (the gateway's stream writer) holds a delta's flush while
+	// the next chunk is already read, and flushes before each read of the
+	// body and at the end of the stream, as with the openai provider.
+	pace := model.PacerFrom(ctx)
+	sse := wire.NewSSEReader(wire.PacedBody(resp.Body, pace))
 	var st streamState
 	for {
 		data, err := sse.Next()
@@ -299,10 +303,16 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 		}
 		if r := st.add(w); r != nil {
 			yielded = true
+			if pace != nil {
+				pace.Buffered(sse.Buffered() > 0)
+			}
 			if !yield(r, nil) {
 				return true, nil
 			}
 		}
+	}
+	if pace != nil {
+		pace.Waiting()
 	}
 	if !st.finished() {
 		return yielded, c.failure(ctx, errStreamCut, true)

@@ -34,17 +34,17 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 	if c.Usage != nil {
 		s.usage = usage(c.Usage)
 	}
-	var parts []*genai.Part
+	var content *modelContent
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // we ask for one choice
 		}
 		// Reasoning text (vLLM, DeepSeek, Ollama, ...) becomes thought parts.
 		if t := ch.Delta.reasoning(); t != "" {
-			parts = append(parts, &genai.Part{Text: t, Thought: true})
+			content = content.text(t, true)
 		}
 		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
-			parts = append(parts, &genai.Part{Text: t})
+			content = content.text(t, false)
 		}
 		for i := range ch.Delta.ToolCalls {
 			s.calls.add(&ch.Delta.ToolCalls[i])
@@ -53,16 +53,36 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 			s.finish = ch.FinishReason
 		}
 	}
-	if len(parts) == 0 {
+	if content == nil {
 		return nil
 	}
-	r := &model.Response{
-		Content:      &genai.Content{Role: genai.RoleModel, Parts: parts},
-		Partial:      true,
-		ModelVersion: s.version,
-	}
+	r := &model.Response{Content: &content.c, Partial: true, ModelVersion: s.version}
 	s.agg.Add(r)
 	return r
+}
+
+// modelContent is a model's content with room for one part, in one
+// allocation: a streamed delta (text or reasoning) is one part, and so is
+// most of the time the text of a whole answer.
+type modelContent struct {
+	c     genai.Content
+	parts [1]*genai.Part
+	first genai.Part
+}
+
+// text appends a text part to m, made on the first call (m nil), and
+// returns it.
+func (m *modelContent) text(t string, thought bool) *modelContent {
+	var p *genai.Part
+	if m == nil {
+		m = &modelContent{c: genai.Content{Role: genai.RoleModel}}
+		m.c.Parts, p = m.parts[:0], &m.first
+	} else {
+		p = new(genai.Part)
+	}
+	*p = genai.Part{Text: t, Thought: thought}
+	m.c.Parts = append(m.c.Parts, p)
+	return m
 }
 
 // final returns the one aggregated response of the turn.
@@ -80,31 +100,35 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 		return nil, fmt.Errorf("the completion has no choices")
 	}
 	ch := c.Choices[0]
-	var parts []*genai.Part
+	// The parts as the stream's aggregator would leave them: reasoning,
+	// text (neither empty), then the calls.
+	var content *modelContent
 	if t := ch.Message.reasoning(); t != "" {
-		parts = append(parts, &genai.Part{Text: t, Thought: true})
+		content = content.text(t, true)
 	}
 	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
-		parts = append(parts, &genai.Part{Text: t})
+		content = content.text(t, false)
 	}
 	var calls toolCalls
 	for _, tc := range ch.Message.ToolCalls {
 		calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
 	}
 	fcs, bad := calls.parts()
-	parts = append(parts, fcs...)
-
-	var agg model.Aggregator
-	agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}, ModelVersion: c.Model})
 	finish := ch.FinishReason
 	if finish == "" {
 		finish = "stop" // some servers leave it out of complete answers
 	}
-	var u *genai.GenerateContentResponseUsageMetadata
+	r := &model.Response{FinishReason: finishReason(finish), TurnComplete: true, ModelVersion: c.Model}
 	if c.Usage != nil {
-		u = usage(c.Usage)
+		r.UsageMetadata = usage(c.Usage)
 	}
-	r := agg.Final(finishReason(finish), u)
+	switch {
+	case content != nil:
+		content.c.Parts = append(content.c.Parts, fcs...)
+		r.Content = &content.c
+	case len(fcs) > 0:
+		r.Content = &genai.Content{Role: genai.RoleModel, Parts: fcs}
+	}
 	markProblems(r, finish, bad)
 	return r, nil
 }

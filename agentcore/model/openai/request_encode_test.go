@@ -1,0 +1,143 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// encodeJSON is what encode must write: encoding/json's output for p, with
+// HTML escaping off.
+func encodeJSON(t *testing.T, p *chatRequest) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// encode writes every request, every field set and not, byte for byte as
+// encoding/json does.
+func TestEncodeMatchesEncodingJSON(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	yes, no := true, false
+	tricky := "<a href=\"x\">&amp;</a>\n\t\\ \x01 日本 \u2028 \xff"
+	reqs := map[string]*chatRequest{
+		"empty":       {},
+		"no messages": {Model: "m", Messages: []chatMessage{}},
+		"one user message": {Model: "gpt-4o", Messages: []chatMessage{
+			{Role: "system", Content: "Answer."}, {Role: "user", Content: "Hello, how are you?"}}},
+		"every field": {
+			Model: tricky,
+			Messages: []chatMessage{
+				{Role: "system", Content: tricky},
+				{Role: "user", Content: ""},
+				{Role: "user", Content: []contentPart{
+					{Type: "text", Text: tricky},
+					{Type: "image_url", ImageURL: &imageURL{URL: "data:image/png;base64,AA==", Detail: "low"}},
+					{Type: "image_url", ImageURL: &imageURL{URL: "https://x/<y>"}},
+					{Type: "input_audio", InputAudio: &inputAudio{Data: "AA==", Format: "wav"}},
+					{Type: "file", File: &filePart{FileData: "data:application/pdf;base64,AA==", Filename: tricky}},
+					{Type: "file", File: &filePart{FileData: "data:application/pdf;base64,AA=="}},
+				}},
+				{Role: "user", Content: []contentPart(nil)},
+				{Role: "assistant", ToolCalls: []chatToolCall{
+					{ID: "call_1", Type: "function", Function: functionCall{Name: "f", Arguments: `{"q":"<x>"}`}},
+					{ID: tricky, Type: "function", Function: functionCall{Name: tricky, Arguments: "{}"}}}},
+				{Role: "assistant", Content: "text and a call", ToolCalls: []chatToolCall{{ID: "c", Type: "function"}}},
+				{Role: "tool", Content: `{"temperature":21}`, ToolCallID: "call_1"},
+			},
+			Tools: []chatTool{
+				{Type: "function", Function: functionDef{Name: "f", Description: tricky,
+					Parameters: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string", "description": "<&>"}}}}},
+				{Type: "function", Function: functionDef{Name: "g"}},
+			},
+			ToolChoice:          namedToolChoice{Type: "function"},
+			ResponseFormat:      &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaFormat{Name: "output", Strict: true, Schema: map[string]any{"type": "object"}}},
+			Temperature:         f(0.7),
+			TopP:                f(1),
+			PresencePenalty:     f(-0.5),
+			FrequencyPenalty:    f(1e-7),
+			MaxCompletionTokens: 4096,
+			Seed:                i(-42),
+			Stop:                []string{"END", tricky},
+			Stream:              true,
+			StreamOptions:       &streamOptions{IncludeUsage: true},
+			ParallelToolCalls:   &no,
+			ReasoningEffort:     "high",
+			Verbosity:           "low",
+			ServiceTier:         "flex",
+		},
+		"tool choice string, no options": {Model: "m", Messages: []chatMessage{{Role: "user", Content: "x"}},
+			ToolChoice: "required", StreamOptions: &streamOptions{}, ParallelToolCalls: &yes, Seed: i(0), Stop: []string{}},
+		"large floats": {Model: "m", Messages: []chatMessage{{Role: "user", Content: "x"}}, Temperature: f(1e21), TopP: f(123456789)},
+	}
+	for name, p := range reqs {
+		t.Run(name, func(t *testing.T) {
+			got, err := p.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := encodeJSON(t, p); !bytes.Equal(got, want) {
+				t.Errorf("encode:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+	// What encoding/json cannot encode fails the same way.
+	bad := &chatRequest{Model: "m", Messages: []chatMessage{{Role: "user", Content: "x"}}, Temperature: f(math.NaN())}
+	if _, err := bad.encode(); err == nil {
+		t.Error("a NaN temperature encoded")
+	}
+}
+
+// The requests buildParams makes encode in one allocation.
+func TestEncodeAllocatesOnce(t *testing.T) {
+	p := &chatRequest{Model: "m", Messages: []chatMessage{{Role: "system", Content: "Answer."},
+		{Role: "user", Content: "Hello, how are you? " + string(bytes.Repeat([]byte("and more "), 200))}}}
+	if n := testing.AllocsPerRun(100, func() { _, _ = p.encode() }); n != 1 {
+		t.Errorf("%v allocations, want 1", n)
+	}
+}
+
+// BenchmarkEncode writes a pass-through turn's request and a stateless
+// client's 40-message history, by hand (encode) and with encoding/json
+// (what encode replaced).
+func BenchmarkEncode(b *testing.B) {
+	history := []chatMessage{{Role: "system", Content: "Answer."}}
+	for range 10 {
+		history = append(history,
+			chatMessage{Role: "user", Content: "What is the weather in city 7?"},
+			chatMessage{Role: "assistant", ToolCalls: []chatToolCall{{ID: "call_7", Type: "function", Function: functionCall{Name: "get_weather", Arguments: `{"city":"city 7"}`}}}},
+			chatMessage{Role: "tool", Content: `{"temperature":21,"sky":"clear"}`, ToolCallID: "call_7"},
+			chatMessage{Role: "assistant", Content: "It is 21 degrees and clear."})
+	}
+	for name, p := range map[string]*chatRequest{
+		"pass":      {Model: "pass", Messages: []chatMessage{{Role: "system", Content: "Answer."}, {Role: "user", Content: "Hello, how are you?"}}},
+		"history40": {Model: "pass", Messages: history},
+	} {
+		b.Run(name+"/hand", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.encode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
