@@ -67,31 +67,6 @@ func TestUnmarshalEventMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// eventWithField is an event with field i of typ (the event, its actions,
-// content, a part or usage) set.
-func eventWithField(typ reflect.Type, i int) *Event {
-	e := &Event{ID: "e", Timestamp: time.Unix(1, 0)}
-	var target reflect.Value
-	switch typ {
-	case reflect.TypeFor[Event]():
-		target = reflect.ValueOf(e).Elem()
-	case reflect.TypeFor[EventActions]():
-		target = reflect.ValueOf(&e.Actions).Elem()
-	case reflect.TypeFor[genai.Content]():
-		e.Content = &genai.Content{}
-		target = reflect.ValueOf(e.Content).Elem()
-	case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
-		e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
-		target = reflect.ValueOf(e.UsageMetadata).Elem()
-	default:
-		p := &genai.Part{}
-		e.Content = &genai.Content{Parts: []*genai.Part{p}}
-		target = reflect.ValueOf(p).Elem()
-	}
-	setNonZero(target.Field(i), 0)
-	return e
-}
-
 // oddEvents are inputs the encoders never write: the decoder leaves them
 // to encoding/json, which must give its own result.
 var oddEvents = []string{

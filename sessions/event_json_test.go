@@ -153,28 +153,35 @@ func TestAppendJSONEveryField(t *testing.T) {
 			if !f.IsExported() || f.Tag.Get("json") == "-" {
 				continue
 			}
-			e := &Event{ID: "e", Timestamp: time.Unix(1, 0)}
-			var target reflect.Value
-			switch typ {
-			case reflect.TypeFor[Event]():
-				target = reflect.ValueOf(e).Elem()
-			case reflect.TypeFor[EventActions]():
-				target = reflect.ValueOf(&e.Actions).Elem()
-			case reflect.TypeFor[genai.Content]():
-				e.Content = &genai.Content{}
-				target = reflect.ValueOf(e.Content).Elem()
-			case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
-				e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
-				target = reflect.ValueOf(e.UsageMetadata).Elem()
-			default:
-				p := &genai.Part{}
-				e.Content = &genai.Content{Parts: []*genai.Part{p}}
-				target = reflect.ValueOf(p).Elem()
-			}
-			setNonZero(target.Field(i), 0)
+			e := eventWithField(typ, i)
 			checkAppendJSON(t, typ.Name()+"."+f.Name, e)
 		}
 	}
+}
+
+// eventWithField is an event with field i of typ (the event, its actions,
+// content, a part or usage) set.
+func eventWithField(typ reflect.Type, i int) *Event {
+	e := &Event{ID: "e", Timestamp: time.Unix(1, 0)}
+	var target reflect.Value
+	switch typ {
+	case reflect.TypeFor[Event]():
+		target = reflect.ValueOf(e).Elem()
+	case reflect.TypeFor[EventActions]():
+		target = reflect.ValueOf(&e.Actions).Elem()
+	case reflect.TypeFor[genai.Content]():
+		e.Content = &genai.Content{}
+		target = reflect.ValueOf(e.Content).Elem()
+	case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
+		e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
+		target = reflect.ValueOf(e.UsageMetadata).Elem()
+	default:
+		p := &genai.Part{}
+		e.Content = &genai.Content{Parts: []*genai.Part{p}}
+		target = reflect.ValueOf(p).Elem()
+	}
+	setNonZero(target.Field(i), 0)
+	return e
 }
 
 // UnpackEvent fails on what AppendPacked did not write, and never panics.
