@@ -69,15 +69,15 @@ func checkPacked(t *testing.T, name string, e *Event, want []byte) {
 	}
 }
 
-// The events a run streams, and odd ones, encode as reflection does.
-func TestAppendJSONMatchesReflection(t *testing.T) {
+// jsonTestEvents are the events a run streams, and odd ones, and the
+// strings the first 2*len(strs) of them are made of (two events each).
+func jsonTestEvents() (events []*Event, strs []string) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	text := func(s string) *genai.Content {
 		return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: s}}}
 	}
-	strs := []string{"", "plain", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnl\n\x00\x1f", "日本語 🎉",
+	strs = []string{"", "plain", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnl\n\x00\x1f", "日本語 🎉",
 		"bad utf-8 \xff end", "\u2028 \u2029"}
-	var events []*Event
 	for _, s := range strs {
 		events = append(events,
 			&Event{ID: s, InvocationID: s, Author: s, Branch: s, Timestamp: at, Content: text(s), Partial: true},
@@ -113,6 +113,12 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 			Compaction: &EventCompaction{StartTimestamp: at, EndTimestamp: at.Add(time.Minute), CompactedContent: text("summary")},
 		}, CustomMetadata: map[string]any{"a2a:task_id": "t1", "n": []any{1, "two"}}},
 	)
+	return events, strs
+}
+
+// The events a run streams, and odd ones, encode as reflection does.
+func TestAppendJSONMatchesReflection(t *testing.T) {
+	events, strs := jsonTestEvents()
 	for i, e := range events {
 		checkAppendJSON(t, fmt.Sprint("event ", i), e)
 	}
@@ -147,28 +153,35 @@ func TestAppendJSONEveryField(t *testing.T) {
 			if !f.IsExported() || f.Tag.Get("json") == "-" {
 				continue
 			}
-			e := &Event{ID: "e", Timestamp: time.Unix(1, 0)}
-			var target reflect.Value
-			switch typ {
-			case reflect.TypeFor[Event]():
-				target = reflect.ValueOf(e).Elem()
-			case reflect.TypeFor[EventActions]():
-				target = reflect.ValueOf(&e.Actions).Elem()
-			case reflect.TypeFor[genai.Content]():
-				e.Content = &genai.Content{}
-				target = reflect.ValueOf(e.Content).Elem()
-			case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
-				e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
-				target = reflect.ValueOf(e.UsageMetadata).Elem()
-			default:
-				p := &genai.Part{}
-				e.Content = &genai.Content{Parts: []*genai.Part{p}}
-				target = reflect.ValueOf(p).Elem()
-			}
-			setNonZero(target.Field(i), 0)
+			e := eventWithField(typ, i)
 			checkAppendJSON(t, typ.Name()+"."+f.Name, e)
 		}
 	}
+}
+
+// eventWithField is an event with field i of typ (the event, its actions,
+// content, a part or usage) set.
+func eventWithField(typ reflect.Type, i int) *Event {
+	e := &Event{ID: "e", Timestamp: time.Unix(1, 0)}
+	var target reflect.Value
+	switch typ {
+	case reflect.TypeFor[Event]():
+		target = reflect.ValueOf(e).Elem()
+	case reflect.TypeFor[EventActions]():
+		target = reflect.ValueOf(&e.Actions).Elem()
+	case reflect.TypeFor[genai.Content]():
+		e.Content = &genai.Content{}
+		target = reflect.ValueOf(e.Content).Elem()
+	case reflect.TypeFor[genai.GenerateContentResponseUsageMetadata]():
+		e.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{}
+		target = reflect.ValueOf(e.UsageMetadata).Elem()
+	default:
+		p := &genai.Part{}
+		e.Content = &genai.Content{Parts: []*genai.Part{p}}
+		target = reflect.ValueOf(p).Elem()
+	}
+	setNonZero(target.Field(i), 0)
+	return e
 }
 
 // UnpackEvent fails on what AppendPacked did not write, and never panics.

@@ -239,8 +239,8 @@ func (s *Store) decodeSession(req sessions.GetRequest, updated, events any, hash
 	evs := make([]*sessions.Event, 0, len(raw))
 	for _, r := range raw {
 		str, _ := r.(string)
-		ev := &sessions.Event{}
-		if err := json.Unmarshal([]byte(str), ev); err != nil {
+		ev, err := sessions.UnmarshalEvent(str)
+		if err != nil {
 			return nil, corrupt("event: " + err.Error())
 		}
 		evs = append(evs, ev)
