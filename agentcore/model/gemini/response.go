@@ -36,9 +36,20 @@ type wireCandidate struct {
 // decodeChunk decodes one answer or stream chunk; an error event is an
 // *apiError.
 func decodeChunk(data []byte) (*wireResponse, error) {
+	var d chunkDecoder
+	return d.chunk(data)
+}
+
+// chunk decodes one answer or stream chunk, by hand when it can
+// (response_decode.go), else with encoding/json; an error event is an
+// *apiError.
+func (d *chunkDecoder) chunk(data []byte) (*wireResponse, error) {
 	w := new(wireResponse)
-	if err := json.Unmarshal(data, w); err != nil {
-		return nil, fmt.Errorf("decoding the answer: %w", err)
+	if !d.decode(data, w) {
+		*w = wireResponse{}
+		if err := json.Unmarshal(data, w); err != nil {
+			return nil, fmt.Errorf("decoding the answer: %w", err)
+		}
 	}
 	if w.Error != nil {
 		return nil, streamError(w.Error)
