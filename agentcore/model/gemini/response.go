@@ -111,6 +111,11 @@ func (s *streamState) add(resp *wireResponse) *model.Response {
 	if cand.Content == nil {
 		return nil
 	}
+	if r := textDelta(cand.Content, s.version); r != nil {
+		// The usual chunk: the partial is what the aggregator is given.
+		s.agg.Add(r)
+		return r
+	}
 	var all, texts []*genai.Part
 	for _, p := range cand.Content.Parts {
 		if p == nil {
@@ -131,6 +136,24 @@ func (s *streamState) add(resp *wireResponse) *model.Response {
 		return nil
 	}
 	return &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: texts}, Partial: true, ModelVersion: s.version}
+}
+
+// textDelta returns the partial response of a content whose parts are all
+// text (or thought) deltas, made of the content itself, or nil if it has
+// other parts, or none.
+func textDelta(c *genai.Content, version string) *model.Response {
+	if len(c.Parts) == 0 {
+		return nil
+	}
+	for _, p := range c.Parts {
+		if p == nil || !isText(p) {
+			return nil
+		}
+	}
+	if c.Role != genai.RoleModel {
+		c = &genai.Content{Role: genai.RoleModel, Parts: c.Parts}
+	}
+	return &model.Response{Content: c, Partial: true, ModelVersion: version}
 }
 
 // isText reports whether p is a text (or thought) delta and nothing else.
