@@ -44,9 +44,8 @@ func decodeChunk(data []byte) (*wireResponse, error) {
 // (response_decode.go), else with encoding/json; an error event is an
 // *apiError.
 func (d *chunkDecoder) chunk(data []byte) (*wireResponse, error) {
-	w := new(wireResponse)
-	if !d.decode(data, w) {
-		*w = wireResponse{}
+	w, ok := d.decode(data)
+	if !ok {
 		if err := json.Unmarshal(data, w); err != nil {
 			return nil, fmt.Errorf("decoding the answer: %w", err)
 		}

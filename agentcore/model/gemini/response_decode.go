@@ -47,22 +47,46 @@ type chunkDecoder struct {
 	last  string
 	// buf holds a string being unescaped.
 	buf []byte
+	// blk is the current chunk's block; freeContent and freePart are its
+	// content and part until the first candidate and part take them.
+	blk         *chunkBlock
+	freeContent *genai.Content
+	freePart    *genai.Part
 }
 
-// decode decodes data into w (a zero wireResponse) and reports whether it
-// could; when it could not, w is to be thrown away.
-func (d *chunkDecoder) decode(data []byte, w *wireResponse) bool {
+// chunkBlock holds what a chunk of one candidate with one part is made of,
+// in one allocation instead of five (a streamed text delta's chunk). The
+// parts share the block's lifetime: the partial response that holds the
+// content keeps it all.
+type chunkBlock struct {
+	w       wireResponse
+	cands   [1]wireCandidate
+	content genai.Content
+	parts   [1]*genai.Part
+	part    genai.Part
+}
+
+// decode decodes data into a new wireResponse and reports whether it
+// could; when it could not, the response is zero again, for encoding/json
+// to decode into.
+func (d *chunkDecoder) decode(data []byte) (*wireResponse, bool) {
 	d.data, d.off, d.depth = data, 0, 0
-	if !d.response(w) {
-		return false
+	d.blk = new(chunkBlock)
+	d.freeContent, d.freePart = &d.blk.content, &d.blk.part
+	w := &d.blk.w
+	ok := d.response(w)
+	if ok {
+		d.ws()
+		ok = d.off == len(data)
 	}
-	if d.ws(); d.off != len(data) {
-		return false
+	if !ok {
+		*w = wireResponse{}
+		return w, false
 	}
 	if w.ModelVersion != "" {
 		d.last = w.ModelVersion
 	}
-	return true
+	return w, true
 }
 
 // The JSON names of the structs decoded into, as encoding/json matches
@@ -108,6 +132,7 @@ func (d *chunkDecoder) response(w *wireResponse) bool {
 	return d.object(responseFields, func(key string) bool {
 		switch key {
 		case "candidates":
+			w.Candidates = d.blk.cands[:0]
 			return d.array(func() bool {
 				w.Candidates = append(w.Candidates, wireCandidate{})
 				return d.candidate(&w.Candidates[len(w.Candidates)-1])
@@ -140,7 +165,10 @@ func (d *chunkDecoder) candidate(c *wireCandidate) bool {
 	return d.object(candidateFields, func(key string) bool {
 		switch key {
 		case "content":
-			c.Content = new(genai.Content)
+			c.Content, d.freeContent = d.freeContent, nil
+			if c.Content == nil {
+				c.Content = new(genai.Content)
+			}
 			return d.content(c.Content)
 		case "finishReason":
 			s, ok := d.stringValue()
@@ -171,8 +199,14 @@ func (d *chunkDecoder) content(c *genai.Content) bool {
 	return d.object(contentFields, func(key string) bool {
 		switch key {
 		case "parts":
+			if c == &d.blk.content {
+				c.Parts = d.blk.parts[:0]
+			}
 			return d.array(func() bool {
-				p := new(genai.Part)
+				p := d.freePart
+				if d.freePart = nil; p == nil {
+					p = new(genai.Part)
+				}
 				c.Parts = append(c.Parts, p)
 				return d.part(p)
 			}) && nonNil(&c.Parts)

@@ -95,8 +95,7 @@ func checkChunk(t *testing.T, data []byte) bool {
 	t.Helper()
 	want, wantErr := stdChunk(data)
 	var d chunkDecoder
-	fast := new(wireResponse)
-	took := d.decode(data, fast)
+	fast, took := d.decode(data)
 	if took {
 		if wantErr != nil {
 			t.Fatalf("%q: the fast path took what encoding/json refuses: %v", data, wantErr)
