@@ -1,7 +1,7 @@
 // Package jsonenc appends JSON values byte for byte as encoding/json's
 // Marshal writes them, for the encoders written by hand where reflection
-// costs too much (openaiwire's chunks, sessions' events, the openai
-// provider's requests): their tests compare them with encoding/json, which
+// costs too much (openaiwire's chunks, sessions' events, the openai and
+// gemini providers' requests): their tests compare them with encoding/json, which
 // stays the reference.
 package jsonenc
 
@@ -125,21 +125,11 @@ func AppendAny(b []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(b, "null"...), nil
 		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = AppendAny(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v, AppendAny)
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
-		return b, err
+		return nil, err
 	}
 	return append(b, j...), nil
 }
@@ -163,7 +153,7 @@ func appendMap(b []byte, m map[string]any) ([]byte, error) {
 		b = append(AppendString(b, k), ':')
 		var err error
 		if b, err = AppendAny(b, m[k]); err != nil {
-			return b, err
+			return nil, err
 		}
 	}
 	return append(b, '}'), nil

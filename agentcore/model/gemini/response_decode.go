@@ -378,37 +378,14 @@ func (d *chunkDecoder) ws() byte {
 // each key (unescaped, valid until the next string is read) to read its
 // value.
 func (d *chunkDecoder) members(member func(key []byte) bool) bool {
-	if d.ws() != '{' || d.depth >= maxDepth {
-		return false
-	}
-	d.off++
-	d.depth++
-	for first := true; ; first = false {
-		c := d.ws()
-		if c == '}' && first {
-			break
-		}
-		if !first {
-			if c != ',' {
-				if c != '}' {
-					return false
-				}
-				break
-			}
-			d.off++
-		}
+	return d.list('{', '}', func() bool {
 		key, ok := d.stringValue()
 		if !ok || d.ws() != ':' {
 			return false
 		}
 		d.off++
-		if !member(key) {
-			return false
-		}
-	}
-	d.off++
-	d.depth--
-	return true
+		return member(key)
+	})
 }
 
 // object reads the object that is the next value into a struct whose
@@ -473,20 +450,24 @@ func asciiEqualFold(s string, b []byte) bool {
 
 // array reads the array that is the next value, calling elem for each
 // element.
-func (d *chunkDecoder) array(elem func() bool) bool {
-	if d.ws() != '[' || d.depth >= maxDepth {
+func (d *chunkDecoder) array(elem func() bool) bool { return d.list('[', ']', elem) }
+
+// list reads the array or object (start and end its brackets) that is the
+// next value, calling elem for each element or member.
+func (d *chunkDecoder) list(start, end byte, elem func() bool) bool {
+	if d.ws() != start || d.depth >= maxDepth {
 		return false
 	}
 	d.off++
 	d.depth++
 	for first := true; ; first = false {
 		c := d.ws()
-		if c == ']' && first {
+		if c == end && first {
 			break
 		}
 		if !first {
 			if c != ',' {
-				if c != ']' {
+				if c != end {
 					return false
 				}
 				break
