@@ -1,7 +1,9 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
+	"sync"
 
 	"google.golang.org/genai"
 
@@ -11,14 +13,20 @@ import (
 // encode writes w byte for byte as json.Marshal does
 // (TestEncodeMatchesEncodingJSON). What grows with a session, the contents
 // and the system instruction, is written by hand (jsonenc.AppendContent);
-// the rest of the body (tools, settings) goes through json.Marshal.
+// the rest of the body (tools, settings) goes through encoding/json, into
+// a buffer kept for the next call, and is copied after the contents: the
+// body is one allocation.
 func (w *wireRequest) encode() ([]byte, error) {
 	rest := *w
 	rest.Contents, rest.SystemInstruction = nil, nil
-	tail, err := json.Marshal(&rest)
-	if err != nil {
+	te := tailEncoders.Get().(*tailEncoder)
+	defer te.put()
+	te.buf.Reset()
+	if err := te.enc.Encode(&rest); err != nil {
 		return nil, err
 	}
+	tail := bytes.TrimSuffix(te.buf.Bytes(), []byte("\n"))
+	var err error
 	b := make([]byte, 0, w.sizeHint()+len(tail))
 	b = append(b, '{')
 	if len(w.Contents) > 0 {
@@ -43,6 +51,26 @@ func (w *wireRequest) encode() ([]byte, error) {
 		b = append(b, ',')
 	}
 	return append(b, tail[1:]...), nil
+}
+
+// tailEncoder is a json.Encoder (which writes what json.Marshal returns,
+// and a newline) and its buffer.
+type tailEncoder struct {
+	buf *bytes.Buffer
+	enc *json.Encoder
+}
+
+var tailEncoders = sync.Pool{New: func() any {
+	buf := new(bytes.Buffer)
+	return &tailEncoder{buf: buf, enc: json.NewEncoder(buf)}
+}}
+
+// put returns te to the pool unless its buffer grew large (a request with
+// many tools), which the pool would keep alive.
+func (te *tailEncoder) put() {
+	if te.buf.Cap() <= 64<<10 {
+		tailEncoders.Put(te)
+	}
 }
 
 // sizeHint is about the length of w's contents and system instruction in

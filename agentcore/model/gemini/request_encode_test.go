@@ -41,6 +41,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		"empty":                  {},
 		"only a system prompt":   {SystemInstruction: &genai.Content{}},
 		"no generation config":   {Contents: []*genai.Content{nil, {Role: "user"}}, CachedContent: "c"},
+		"a NaN in the settings":  {GenerationConfig: &wireGenerationConfig{Temperature: ptr(float32(math.NaN()))}},
 		"a NaN in the arguments": {Contents: []*genai.Content{{Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{Args: map[string]any{"x": math.NaN()}}}}}}},
 	} {
 		want, werr := json.Marshal(w)
