@@ -1,12 +1,14 @@
 // Package jsonenc appends JSON values byte for byte as encoding/json's
 // Marshal writes them, for the encoders written by hand where reflection
-// costs too much (openaiwire's chunks, sessions' events, the openai
-// provider's requests): their tests compare them with encoding/json, which
+// costs too much (openaiwire's chunks, sessions' events, the openai and
+// gemini providers' requests): their tests compare them with encoding/json, which
 // stays the reference.
 package jsonenc
 
 import (
+	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -92,4 +94,67 @@ func AppendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
+}
+
+// AppendAny writes v as json.Marshal does: the values encoding/json
+// decodes into an `any` (nil, bool, float64, string, []any and
+// map[string]any, its keys sorted) and ints by hand, any other type (and
+// a NaN or infinite float, which fails) through json.Marshal. Function
+// calls' arguments and responses are such values.
+func AppendAny(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return AppendString(b, v), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case float64:
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return AppendFloat(b, v), nil
+		}
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case map[string]any:
+		return appendMap(b, v)
+	case []any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		return appendArray(b, v, AppendAny)
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
+}
+
+// appendMap writes m as json.Marshal does, its keys in order.
+func appendMap(b []byte, m map[string]any) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var arr [16]string
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(AppendString(b, k), ':')
+		var err error
+		if b, err = AppendAny(b, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }

@@ -46,3 +46,43 @@ func FuzzAppendFloat(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendAny writes what encoding/json decodes into an `any`, and the
+// other values it is given, as json.Marshal does (its error too).
+func FuzzAppendAny(f *testing.F) {
+	for _, s := range []string{`null`, `{"b":[1,2.5,-0,1e21,1e-7,"<x>",true,null,{}],"a":{"z":"\u2028","y":[]},"":"e","é":1}`,
+		`[[],{},"",0]`, `"s"`, `12345678901234567890`, `{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17}`} {
+		f.Add([]byte(s))
+	}
+	check := func(t *testing.T, v any) {
+		t.Helper()
+		want, werr := json.Marshal(v)
+		got, err := AppendAny([]byte("x"), v)
+		if (err == nil) != (werr == nil) || (err == nil && string(got) != "x"+string(want)) {
+			t.Errorf("AppendAny(%#v) = %s, %v; json.Marshal: %s, %v", v, got, err, want, werr)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) == nil {
+			check(t, v)
+		}
+	})
+}
+
+// TestAppendAnyOtherValues: values no decoder makes (ints, other types,
+// floats without JSON) come out as json.Marshal writes them, or fail as it
+// fails.
+func TestAppendAnyOtherValues(t *testing.T) {
+	for _, v := range []any{
+		int(-7), int64(math.MaxInt64), int32(math.MinInt32), float32(0.1), uint8(3), map[string]any{"n": math.NaN()},
+		[]any{math.Inf(1)}, map[string]string{"b": "<", "a": ">"}, json.RawMessage(`{"z": 1, "a" : [ ] }`), json.Number("1.50"),
+		[]any(nil), map[string]any(nil), map[string]any{"x": []any(nil), "y": map[string]any(nil), "z": struct{ A int }{1}},
+	} {
+		want, werr := json.Marshal(v)
+		got, err := AppendAny(nil, v)
+		if (err == nil) != (werr == nil) || (err == nil && string(got) != string(want)) {
+			t.Errorf("AppendAny(%#v) = %s, %v; json.Marshal: %s, %v", v, got, err, want, werr)
+		}
+	}
+}

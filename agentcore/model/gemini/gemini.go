@@ -5,7 +5,8 @@
 // config are genai types already, and genai's types encode to exactly the
 // Gemini wire, so a request is one encoding/json pass over a small struct
 // that holds them (request.go) and an answer decodes into genai types
-// directly (response.go). genai's client went through a reflection round
+// directly (response.go), by hand for the members the provider reads and
+// with encoding/json for the rest (response_decode.go). genai's client went through a reflection round
 // trip on both sides (typed values to JSON, to maps, converted, to JSON
 // again; answers from JSON to maps to JSON to types), a third of a
 // transfer turn's CPU and two thirds of a long session's; it remains in the
@@ -289,6 +290,7 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 	pace := model.PacerFrom(ctx)
 	sse := wire.NewSSEReader(wire.PacedBody(resp.Body, pace))
 	var st streamState
+	var dec chunkDecoder
 	for {
 		data, err := sse.Next()
 		if err != nil {
@@ -297,7 +299,7 @@ func (c *call) stream(ctx context.Context, yield func(*model.Response, error) bo
 			}
 			return yielded, c.failure(ctx, err, st.produced)
 		}
-		w, err := decodeChunk(data)
+		w, err := dec.chunk(data)
 		if err != nil {
 			return yielded, c.failure(ctx, err, st.produced)
 		}

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -64,10 +63,19 @@ type wireGenerationConfig struct {
 // points to is modified. Settings only Vertex AI has are refused, as genai
 // refuses them for the Gemini API.
 func encodeRequest(req *model.Request) ([]byte, error) {
+	w, err := buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	return w.encode()
+}
+
+// buildRequest returns the body for req (see encodeRequest).
+func buildRequest(req *model.Request) (*wireRequest, error) {
 	if err := vertexOnly(req); err != nil {
 		return nil, err
 	}
-	w := wireRequest{Contents: outgoing(req.Contents), GenerationConfig: &wireGenerationConfig{}}
+	w := &wireRequest{Contents: outgoing(req.Contents), GenerationConfig: &wireGenerationConfig{}}
 	if cfg := req.Config; cfg != nil {
 		if si := cfg.SystemInstruction; si != nil && si.Role == "" {
 			// genai's default: a system instruction without a role is the
@@ -92,7 +100,7 @@ func encodeRequest(req *model.Request) ([]byte, error) {
 			EnableEnhancedCivicAnswers: cfg.EnableEnhancedCivicAnswers, AudioTranscriptionConfig: cfg.AudioTranscriptionConfig,
 		}
 	}
-	return json.Marshal(&w)
+	return w, nil
 }
 
 // cachedContentName is a cached content's resource name: a bare id gets

@@ -36,9 +36,19 @@ type wireCandidate struct {
 // decodeChunk decodes one answer or stream chunk; an error event is an
 // *apiError.
 func decodeChunk(data []byte) (*wireResponse, error) {
-	w := new(wireResponse)
-	if err := json.Unmarshal(data, w); err != nil {
-		return nil, fmt.Errorf("decoding the answer: %w", err)
+	var d chunkDecoder
+	return d.chunk(data)
+}
+
+// chunk decodes one answer or stream chunk, by hand when it can
+// (response_decode.go), else with encoding/json; an error event is an
+// *apiError.
+func (d *chunkDecoder) chunk(data []byte) (*wireResponse, error) {
+	w, ok := d.decode(data)
+	if !ok {
+		if err := json.Unmarshal(data, w); err != nil {
+			return nil, fmt.Errorf("decoding the answer: %w", err)
+		}
 	}
 	if w.Error != nil {
 		return nil, streamError(w.Error)
@@ -100,6 +110,11 @@ func (s *streamState) add(resp *wireResponse) *model.Response {
 	if cand.Content == nil {
 		return nil
 	}
+	if r := textDelta(cand.Content, s.version); r != nil {
+		// The usual chunk: the partial is what the aggregator is given.
+		s.agg.Add(r)
+		return r
+	}
 	var all, texts []*genai.Part
 	for _, p := range cand.Content.Parts {
 		if p == nil {
@@ -120,6 +135,24 @@ func (s *streamState) add(resp *wireResponse) *model.Response {
 		return nil
 	}
 	return &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: texts}, Partial: true, ModelVersion: s.version}
+}
+
+// textDelta returns the partial response of a content whose parts are all
+// text (or thought) deltas, made of the content itself, or nil if it has
+// other parts, or none.
+func textDelta(c *genai.Content, version string) *model.Response {
+	if len(c.Parts) == 0 {
+		return nil
+	}
+	for _, p := range c.Parts {
+		if p == nil || !isText(p) {
+			return nil
+		}
+	}
+	if c.Role != genai.RoleModel {
+		c = &genai.Content{Role: genai.RoleModel, Parts: c.Parts}
+	}
+	return &model.Response{Content: c, Partial: true, ModelVersion: version}
 }
 
 // isText reports whether p is a text (or thought) delta and nothing else.
