@@ -1,0 +1,108 @@
+package openaiwire
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// chatBodies are request bodies of the shapes clients send, and some they
+// should not: the seeds of the fuzz tests, each decoded by hand.
+var chatBodies = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`,
+	`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}],"stop":["a","b"],"tool_choice":"auto"}`,
+	`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`,
+	`{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":3,"n":2,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{}}}}`,
+	`{"model":"m","messages":[{"role":"user","content":null}],"stop":"end","metadata":{"param.userId":"u"}}`,
+	`{"model":"m","messages":[{"role":"user","content":"hi","reasoning_content":"x"}],"foo":1,"store":true,"logit_bias":{"1":2}}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}},{"type":"file","file":{"file_data":"data:x","filename":"a.pdf"}},{"type":"refusal","refusal":"no"}]},{"role":"assistant","content":"","refusal":"r"}]}`,
+	`{"model":"m","messages":[],"reasoning_effort":"low","reasoning":{"effort":"high","summary":null},"verbosity":"low","service_tier":"flex","user":"u","safety_identifier":"s","logprobs":false,"top_logprobs":2,"seed":-7,"max_tokens":10,"max_completion_tokens":20,"top_p":0.5,"presence_penalty":-1.5e-3,"frequency_penalty":1E2,"parallel_tool_calls":true}`,
+	`{"model":"m","messages":[],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"f","description":"d","strict":true,"parameters":{"type":"object","properties":{"a":{"type":["string","null"],"enum":[1,2.5,true,false,null]}},"required":["a"],"additionalProperties":false}}}]}`,
+	`{"model":"m","messages":[null,{"role":null,"content":[null]}],"tools":[null,{"function":null}],"stop":[null,"a"],"metadata":{"a":null},"functions":null,"tool_choice":{"function":null}}`,
+	`{"Model":"m","MESSAGES":[{"ROLE":"user","conTent":"hi"}],"ſtream":true}`,
+	` { "model" : "m\u00e9\ud83d\ude00\n" , "messages" : [ { "role" : "user" , "content" : "\"quoted\" \\ \/ \b\f\r\t \ud800 bad` + "\xff" + `" } ] } `,
+	`{"model":"m","model":"n","messages":[{"role":"user","content":"a"}],"messages":[{"content":"b"}]}`,
+	`{"model":"m","messages":[],"stop":[],"tools":[],"metadata":{},"response_format":{"type":"json_schema","json_schema":{"schema":{"a":[]}}}}`,
+	`{"model":"m","messages":[],"temperature":1e400}`, `{"model":"m","messages":[],"n":1.0}`, `{"model":"m","messages":[],"n":9223372036854775808}`,
+	`{"model":"m","messages":[],"n":-9223372036854775808,"seed":-0}`,
+	`{"messages":[{"role":"user","content":5}]}`, `[]`, `null`, `{"model":`, `{"stop":[1]}`, ``, `{} x`, `"m"`,
+}
+
+// seedChat adds chatBodies and the corpus of FuzzDecodeRequest to f.
+func seedChat(f *testing.F) {
+	for _, s := range chatBodies {
+		f.Add([]byte(s))
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeRequest")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, v, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(v, "[]byte("), ")"))
+		if err != nil {
+			f.Fatalf("%s: %v", e.Name(), err)
+		}
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzDecodeChat decodes any body by hand and with encoding/json: a body
+// the hand decoder takes, encoding/json takes too, and decodes to the
+// same request (nil and empty slices and maps told apart); a body it gives
+// up on is decoded by DecodeRequest as encoding/json decodes it.
+func FuzzDecodeChat(f *testing.F) {
+	seedChat(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got, want ChatCompletionRequest
+		took := decodeChat(body, &got)
+		err := json.Unmarshal(body, &want)
+		if took {
+			if err != nil {
+				t.Fatalf("decoded by hand a body encoding/json refuses (%v)", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded by hand:\n%#v\nencoding/json:\n%#v", got, want)
+			}
+		}
+		req, derr := DecodeRequest(body)
+		if (derr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(*req, want)) {
+			t.Fatalf("DecodeRequest = %v, %v; encoding/json: %v", req, derr, err)
+		}
+	})
+}
+
+// TestDecodeChatTakesClientShapes checks that the bodies of the shapes
+// clients send are decoded by hand, not given to encoding/json, and that
+// unusual ones are given up on.
+func TestDecodeChatTakesClientShapes(t *testing.T) {
+	for i, body := range chatBodies[:14] {
+		var r ChatCompletionRequest
+		if !decodeChat([]byte(body), &r) {
+			t.Errorf("body %d given up on: %s", i, body)
+		}
+	}
+	for _, body := range []string{
+		chatBodies[14], // a member given twice
+		`{"model":"m","messages":[],"temperature":1e400}`,
+		`{"model":"m","messages":[],"n":1.0}`,
+		`{"model":"m","messages":[{"role":"user","content":5}]}`,
+		`{"model":"m"} x`,
+	} {
+		var r ChatCompletionRequest
+		if decodeChat([]byte(body), &r) {
+			t.Errorf("body taken: %s", body)
+		}
+	}
+}
