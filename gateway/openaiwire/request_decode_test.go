@@ -106,3 +106,58 @@ func TestDecodeChatTakesClientShapes(t *testing.T) {
 		}
 	}
 }
+
+// responsesBodies are /v1/responses bodies, the seeds of FuzzDecodeResponses.
+var responsesBodies = []string{
+	`{"model":"m","input":"hi"}`,
+	`{"model":"m","input":[{"role":"system","content":"s"},{"type":"message","role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"https://x/a.png","detail":"low"},{"type":"input_file","file_data":"data:x","filename":"a.pdf","file_id":"f","file_url":"u"}]},{"role":"assistant","content":[{"type":"output_text","text":"b"},{"type":"refusal","refusal":"no"}]}]}`,
+	`{"model":"m","input":[{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c","output":"r"},{"type":"function_call_output","call_id":"d","output":[{"type":"input_text","text":"t"}]},{"type":"item_reference","id":"msg_1"}]}`,
+	`{"model":"m","input":"x","instructions":"be brief","previous_response_id":"resp_1","conversation":"s","store":false,"stream":true,"stream_options":{"include_obfuscation":false},"background":false}`,
+	`{"model":"m","input":"x","conversation":{"id":"s"},"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object","properties":{}},"strict":true}],"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":false,"max_tool_calls":3}`,
+	`{"model":"m","input":"x","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"},null]},"text":{"format":{"type":"json_schema","name":"s","description":"d","schema":{"type":"object"},"strict":true},"verbosity":"low"},"reasoning":{"effort":"low","summary":"auto"}}`,
+	`{"model":"m","input":null,"tool_choice":"auto","temperature":0.5,"top_p":1,"presence_penalty":0,"frequency_penalty":-1,"max_output_tokens":100,"top_logprobs":0,"service_tier":"auto","truncation":"auto","include":["reasoning.encrypted_content"],"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k"}`,
+	`{"model":"m","input":[],"tools":[],"include":[],"tool_choice":{"type":"allowed_tools","tools":[]},"text":{"format":null},"conversation":null,"instructions":null}`,
+	`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":7}]}]}`, `{"model":"m","input":5}`,
+	`{"model":"m","input":"x","conversation":7}`, `{"model":"m","input":"x","input":[]}`, `[1]`,
+}
+
+// FuzzDecodeResponses is FuzzDecodeChat for /v1/responses bodies.
+func FuzzDecodeResponses(f *testing.F) {
+	for _, s := range responsesBodies {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got, want ResponsesRequest
+		took := decodeResponses(body, &got)
+		err := json.Unmarshal(body, &want)
+		if took {
+			if err != nil {
+				t.Fatalf("decoded by hand a body encoding/json refuses (%v)", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded by hand:\n%#v\nencoding/json:\n%#v", got, want)
+			}
+		}
+		req, derr := DecodeResponsesRequest(body)
+		if (derr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(*req, want)) {
+			t.Fatalf("DecodeResponsesRequest = %v, %v; encoding/json: %v", req, derr, err)
+		}
+	})
+}
+
+// TestDecodeResponsesTakesClientShapes is TestDecodeChatTakesClientShapes
+// for /v1/responses bodies.
+func TestDecodeResponsesTakesClientShapes(t *testing.T) {
+	for i, body := range responsesBodies[:8] {
+		var r ResponsesRequest
+		if !decodeResponses([]byte(body), &r) {
+			t.Errorf("body %d given up on: %s", i, body)
+		}
+	}
+	for _, body := range responsesBodies[8:] {
+		var r ResponsesRequest
+		if decodeResponses([]byte(body), &r) {
+			t.Errorf("body taken: %s", body)
+		}
+	}
+}
