@@ -122,16 +122,9 @@ func (d *wireDecoder) strPtr(p **string) {
 
 // bool decodes true or false; null leaves *b as it was.
 func (d *wireDecoder) bool(b *bool) {
-	switch d.Peek() {
-	case 't':
-		d.Literal("true")
-		*b = true
-	case 'f':
-		d.Literal("false")
-		*b = false
-	case 'n':
-		d.Literal("null")
-	default:
+	if v, ok := d.Bool(); ok {
+		*b = v
+	} else if !d.Null() {
 		d.Fail()
 	}
 }

@@ -64,23 +64,7 @@ func seedChat(f *testing.F) {
 // up on is decoded by DecodeRequest as encoding/json decodes it.
 func FuzzDecodeChat(f *testing.F) {
 	seedChat(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var got, want ChatCompletionRequest
-		took := decodeChat(body, &got)
-		err := json.Unmarshal(body, &want)
-		if took {
-			if err != nil {
-				t.Fatalf("decoded by hand a body encoding/json refuses (%v)", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("decoded by hand:\n%#v\nencoding/json:\n%#v", got, want)
-			}
-		}
-		req, derr := DecodeRequest(body)
-		if (derr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(*req, want)) {
-			t.Fatalf("DecodeRequest = %v, %v; encoding/json: %v", req, derr, err)
-		}
-	})
+	f.Fuzz(func(t *testing.T, body []byte) { sameAsEncodingJSON(t, body, decodeChat, DecodeRequest) })
 }
 
 // TestDecodeChatTakesClientShapes checks that the bodies of the shapes
@@ -126,23 +110,29 @@ func FuzzDecodeResponses(f *testing.F) {
 	for _, s := range responsesBodies {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var got, want ResponsesRequest
-		took := decodeResponses(body, &got)
-		err := json.Unmarshal(body, &want)
-		if took {
-			if err != nil {
-				t.Fatalf("decoded by hand a body encoding/json refuses (%v)", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("decoded by hand:\n%#v\nencoding/json:\n%#v", got, want)
-			}
+	f.Fuzz(func(t *testing.T, body []byte) { sameAsEncodingJSON(t, body, decodeResponses, DecodeResponsesRequest) })
+}
+
+// sameAsEncodingJSON checks a hand decoder on body: a body it takes,
+// encoding/json takes too, and decodes to the same request (nil and empty
+// slices and maps told apart); and decode, which falls back on
+// encoding/json, gives what encoding/json gives.
+func sameAsEncodingJSON[T any](t *testing.T, body []byte, hand func([]byte, *T) bool, decode func([]byte) (*T, error)) {
+	var got, want T
+	took := hand(body, &got)
+	err := json.Unmarshal(body, &want)
+	if took {
+		if err != nil {
+			t.Fatalf("decoded by hand a body encoding/json refuses (%v)", err)
 		}
-		req, derr := DecodeResponsesRequest(body)
-		if (derr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(*req, want)) {
-			t.Fatalf("DecodeResponsesRequest = %v, %v; encoding/json: %v", req, derr, err)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded by hand:\n%#v\nencoding/json:\n%#v", got, want)
 		}
-	})
+	}
+	req, derr := decode(body)
+	if (derr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(*req, want)) {
+		t.Fatalf("decoded: %v, %v; encoding/json: %v", req, derr, err)
+	}
 }
 
 // TestDecodeResponsesTakesClientShapes is TestDecodeChatTakesClientShapes

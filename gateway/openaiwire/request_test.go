@@ -2,6 +2,8 @@ package openaiwire
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -186,16 +188,22 @@ func TestRequestMarshalRoundTrip(t *testing.T) {
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	for _, tc := range []struct{ name, body string }{
-		{"hello", `{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`},
-		{"agent", benchAgentRequest},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			body := []byte(tc.body)
+	benchDecode(b, DecodeRequest, map[string]string{
+		"hello": `{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`,
+		"agent": benchAgentRequest,
+	})
+}
+
+// benchDecode runs decode on each body, in sub-benchmarks named by the
+// keys.
+func benchDecode[T any](b *testing.B, decode func([]byte) (*T, error), bodies map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(bodies)) {
+		b.Run(name, func(b *testing.B) {
+			body := []byte(bodies[name])
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, err := DecodeRequest(body); err != nil {
+				if _, err := decode(body); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -281,10 +281,8 @@ func (d *Decoder) Skip() {
 		}
 	case '"':
 		d.RawString()
-	case 't':
-		d.Literal("true")
-	case 'f':
-		d.Literal("false")
+	case 't', 'f':
+		d.Bool()
 	case 'n':
 		d.Literal("null")
 	default:
@@ -294,6 +292,20 @@ func (d *Decoder) Skip() {
 		}
 		d.Fail()
 	}
+}
+
+// Bool consumes true or false if it is the next value: ok reports that it
+// was.
+func (d *Decoder) Bool() (v, ok bool) {
+	switch d.Peek() {
+	case 't':
+		d.Literal("true")
+		return true, true
+	case 'f':
+		d.Literal("false")
+		return false, true
+	}
+	return false, false
 }
 
 // Literal consumes lit, which must be next.
