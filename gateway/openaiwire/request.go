@@ -353,12 +353,17 @@ func jsonKind(b []byte) string {
 	return "number"
 }
 
-// DecodeRequest decodes a request body. Unknown fields are ignored. A body
-// that is not JSON, not an object, or has a field of the wrong type yields a
-// 400 *Error whose Param names the field (with array indexes, like
-// "messages[2].content").
+// DecodeRequest decodes a request body as encoding/json decodes it, by hand
+// when it can (request_decode.go), else with encoding/json. Unknown fields
+// are ignored. A body that is not JSON, not an object, or has a field of
+// the wrong type yields a 400 *Error whose Param names the field (with
+// array indexes, like "messages[2].content").
 func DecodeRequest(body []byte) (*ChatCompletionRequest, error) {
 	var req ChatCompletionRequest
+	if decodeChat(body, &req) {
+		return &req, nil
+	}
+	req = ChatCompletionRequest{}
 	err := json.Unmarshal(body, &req)
 	if err == nil {
 		return &req, nil

@@ -12,16 +12,7 @@ import (
 // decoded request survives a round trip through its own JSON unchanged;
 // and Validate either converts it or refuses it with a 400 *Error.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, s := range []string{
-		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
-		`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`,
-		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}],"stop":["a","b"],"tool_choice":"auto"}`,
-		`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`,
-		`{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"messages":[{"role":"user","content":"x"}]}`,
-		`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":3,"n":2,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{}}}}`,
-		`{"model":"m","messages":[{"role":"user","content":null}],"stop":"end","metadata":{"param.userId":"u"}}`,
-		`{"messages":[{"role":"user","content":5}]}`, `[]`, `null`, `{"model":`, `{"stop":[1]}`, ``,
-	} {
+	for _, s := range chatBodies {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

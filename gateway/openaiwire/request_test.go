@@ -2,6 +2,8 @@ package openaiwire
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -184,3 +186,38 @@ func TestRequestMarshalRoundTrip(t *testing.T) {
 	}
 	assertJSON(t, `"auto"`, ToolChoice{Mode: "auto"})
 }
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	benchDecode(b, DecodeRequest, map[string]string{
+		"hello": `{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`,
+		"agent": benchAgentRequest,
+	})
+}
+
+// benchDecode runs decode on each body, in sub-benchmarks named by the
+// keys.
+func benchDecode[T any](b *testing.B, decode func([]byte) (*T, error), bodies map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(bodies)) {
+		b.Run(name, func(b *testing.B) {
+			body := []byte(bodies[name])
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := decode(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchAgentRequest is a turn of a client that runs tools: a system
+// message, a tool with its schema, an assistant's call and its result.
+const benchAgentRequest = `{"model":"support","stream":true,"stream_options":{"include_usage":true},"temperature":0.2,"max_completion_tokens":1024,
+"messages":[
+ {"role":"system","content":"You are a helpful support agent. Answer briefly and cite the invoice."},
+ {"role":"user","content":[{"type":"text","text":"Why is invoice INV-7 so high?"}]},
+ {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup_invoice","arguments":"{\"invoice_id\":\"INV-7\"}"}}]},
+ {"role":"tool","tool_call_id":"call_1","content":"{\"total\":1234.5,\"lines\":3}"}],
+"tools":[{"type":"function","function":{"name":"lookup_invoice","description":"Look an invoice up by id.","parameters":{"type":"object","properties":{"invoice_id":{"type":"string","description":"The invoice's id"}},"required":["invoice_id"]},"strict":true}}],
+"tool_choice":"auto","user":"u-42","metadata":{"session_id":"abc"}}`

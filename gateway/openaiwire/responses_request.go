@@ -266,12 +266,17 @@ type ReasoningConfig struct {
 	Summary *string `json:"summary,omitempty"`
 }
 
-// DecodeResponsesRequest decodes a /v1/responses body. Unknown fields are
-// ignored. A body that is not a JSON object, or has a field of the wrong
+// DecodeResponsesRequest decodes a /v1/responses body as encoding/json
+// decodes it, by hand when it can (responses_decode.go), else with
+// encoding/json. Unknown fields are ignored. A body that is not a JSON object, or has a field of the wrong
 // type, yields a 400 *Error whose Param names the field with array indexes
 // ("input[2].content").
 func DecodeResponsesRequest(body []byte) (*ResponsesRequest, error) {
 	var req ResponsesRequest
+	if decodeResponses(body, &req) {
+		return &req, nil
+	}
+	req = ResponsesRequest{}
 	err := json.Unmarshal(body, &req)
 	if err == nil {
 		return &req, nil

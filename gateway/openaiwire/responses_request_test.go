@@ -203,3 +203,15 @@ func TestResponsesSettings(t *testing.T) {
 		t.Errorf("output format (-want +got):\n%s %v", diff, err)
 	}
 }
+
+func BenchmarkDecodeResponsesRequest(b *testing.B) {
+	benchDecode(b, DecodeResponsesRequest, map[string]string{
+		"hello": `{"model":"pass","input":"Hello, how are you?"}`,
+		"agent": `{"model":"support","stream":true,"store":false,"instructions":"You are a helpful support agent. Answer briefly and cite the invoice.",
+"input":[{"role":"user","content":[{"type":"input_text","text":"Why is invoice INV-7 so high?"}]},
+ {"type":"function_call","call_id":"call_1","name":"lookup_invoice","arguments":"{\"invoice_id\":\"INV-7\"}"},
+ {"type":"function_call_output","call_id":"call_1","output":"{\"total\":1234.5,\"lines\":3}"}],
+"tools":[{"type":"function","name":"lookup_invoice","description":"Look an invoice up by id.","parameters":{"type":"object","properties":{"invoice_id":{"type":"string","description":"The invoice's id"}},"required":["invoice_id"]},"strict":true}],
+"tool_choice":"auto","temperature":0.2,"max_output_tokens":1024,"metadata":{"session_id":"abc"}}`,
+	})
+}
