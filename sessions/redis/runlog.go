@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -224,11 +225,13 @@ type runWriter struct {
 	// put, when set, is the run's index entry, written by the script
 	// that writes the end (see PutEnd).
 	put *indexPut
-	// sending: a write is due after the linger (lingering) or under
-	// way. lingering: the frames wait for the log's linger timer, in the
-	// round gen of this writer's (see lingerEntry).
-	sending, lingering bool
-	gen                uint64
+	// sending: a write is due after the linger (lingering) or under way.
+	sending bool
+	// lingering is the round (gen, counted from 1) whose frames wait for
+	// the log's linger timer, 0 when none does (see lingerEntry); set with
+	// mu held, read by the timer without it.
+	lingering atomic.Uint64
+	gen       uint64
 	// opened: the stream was opened in Redis (a write succeeded, or the
 	// writer was made by reading where it stood); a fresh writer's is not
 	// until its first write.
@@ -347,8 +350,8 @@ func (l *RunLog) Append(ctx context.Context, run string, f runs.Frame) (_ int64,
 	if !w.sending {
 		w.sending = true
 		if l.linger > 0 {
-			w.lingering = true
 			w.gen++
+			w.lingering.Store(w.gen)
 			l.lingerLater(w, w.gen)
 		} else {
 			go l.flush(w, 0)
@@ -381,22 +384,29 @@ func (l *RunLog) lingerLater(w *runWriter, gen uint64) {
 	l.lingerArmed = true
 }
 
-// lingered is the linger timer's: it writes the writers now due (each on
-// a goroutine of its own but the last, which it writes itself) and arms
-// the timer again for the next one, if any.
+// lingered is the linger timer's: it drops the writers written meanwhile
+// (most, when runs end within their linger), writes those now due (each
+// on a goroutine of its own but the last, which it writes itself), and
+// arms the timer again for the next one, if any: when runs end within
+// their linger, the timer fires about once a linger, not once a run.
 func (l *RunLog) lingered() {
 	now := time.Now()
+	var due []lingerEntry
 	l.lingerMu.Lock()
-	n := 0
-	for n < len(l.lingering) && !l.lingering[n].due.After(now) {
-		n++
+	keep := l.lingering[:0]
+	for _, e := range l.lingering {
+		switch {
+		case e.w.lingering.Load() != e.gen:
+		case !e.due.After(now):
+			due = append(due, e)
+		default:
+			keep = append(keep, e)
+		}
 	}
-	due := append([]lingerEntry(nil), l.lingering[:n]...)
-	m := copy(l.lingering, l.lingering[n:])
-	clear(l.lingering[m:])
-	l.lingering = l.lingering[:m]
-	if m > 0 {
-		l.lingerTimer.Reset(l.lingering[0].due.Sub(now))
+	clear(l.lingering[len(keep):])
+	l.lingering = keep
+	if len(keep) > 0 {
+		l.lingerTimer.Reset(keep[0].due.Sub(now))
 	} else {
 		l.lingerArmed = false
 	}
@@ -427,10 +437,10 @@ func (l *RunLog) flush(w *runWriter, gen uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gen != 0 {
-		if !w.lingering || w.gen != gen {
+		if w.lingering.Load() != gen { // written meanwhile
 			return
 		}
-		w.lingering = false
+		w.lingering.Store(0)
 	}
 	failure = l.drainLocked(w)
 }
@@ -440,8 +450,9 @@ func (l *RunLog) flush(w *runWriter, gen uint64) {
 // linger short), else waits for the one that is, w.mu released
 // meanwhile. A write's failure to tell is set in *failure.
 func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) error {
-	if w.lingering { // written here and now: its linger entry goes stale
-		w.lingering, w.sending = false, false
+	if w.lingering.Load() != 0 { // written here and now: its linger entry goes stale
+		w.lingering.Store(0)
+		w.sending = false
 	}
 	if !w.sending {
 		if f := l.drainLocked(w); f != nil {
@@ -561,7 +572,7 @@ func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 	defer w.recycleLocked()
 	w.ending, w.put = true, put
 	for tried := false; !w.ended; {
-		if !w.sending || w.lingering {
+		if !w.sending || w.lingering.Load() != 0 {
 			if tried && w.err != nil {
 				return w.err
 			}
@@ -602,7 +613,7 @@ func (l *RunLog) settle(ctx context.Context, run string) error {
 	defer w.mu.Unlock()
 	target := w.next
 	for tried := false; w.next-int64(len(w.ends)) < target; {
-		if !w.sending || w.lingering {
+		if !w.sending || w.lingering.Load() != 0 {
 			if tried && w.err != nil {
 				return nil // what Redis has is all there is
 			}
