@@ -7,6 +7,7 @@ package benchenv
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"syscall"
 	"testing"
@@ -22,6 +23,23 @@ func CPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// IdleGC is the CPU time the garbage collector's idle mark workers have
+// used so far, as the runtime estimates it: marking done on a processor
+// that had nothing else to run. A benchmark that waits on a server (Redis)
+// leaves one of its two processors idle most of the time, and an idle
+// worker then takes it for the rest of each collection's mark phase, which
+// lasts longer the busier the machine is: a part of CPU that a loaded
+// server, with no idle processor, does not pay, and that varies with the
+// machine's load more than with the code. Zero when the runtime cannot say.
+func IdleGC() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // Settle clears what a benchmark's setup left behind before the measured

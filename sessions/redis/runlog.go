@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -28,7 +29,8 @@ import (
 // the stream stands when it opens it (one round trip; none for a run id
 // just made, see OpenFresh), then numbers the frames itself, so that Append answers at once, and writes them in
 // batches, one script each, in order: those appended within Linger of the
-// first one waiting (a timer then writes them), or at once when End, a
+// first one waiting (the log's one linger timer then writes them, see
+// lingerLater), or at once when End, a
 // Read or Follow on this replica, or an Append beyond MaxPending needs
 // them (written on the caller's goroutine). A failed write keeps its
 // frames and is tried again with the next Append, Read or End; while the
@@ -50,6 +52,25 @@ type RunLog struct {
 
 	mu      sync.Mutex
 	writers map[string]*runWriter
+
+	// lingerMu guards lingering, the writers whose frames wait for the
+	// linger, in the order they are due, and lingerTimer, armed (when
+	// lingerArmed) for the first of them: one timer for the log, not one
+	// per run (see lingerLater).
+	lingerMu    sync.Mutex
+	lingering   []lingerEntry
+	lingerTimer *time.Timer
+	lingerArmed bool
+}
+
+// lingerEntry is a writer whose frames are due to be written at due, if
+// it still lingers in the same round (gen) by then: an End, a Read or an
+// Append beyond MaxPending may have written them meanwhile, which leaves
+// the entry stale.
+type lingerEntry struct {
+	w   *runWriter
+	gen uint64
+	due time.Time
 }
 
 var _ runs.EventLog = (*RunLog)(nil)
@@ -204,9 +225,13 @@ type runWriter struct {
 	// put, when set, is the run's index entry, written by the script
 	// that writes the end (see PutEnd).
 	put *indexPut
-	// sending: a write is due after the linger (timer) or under way.
+	// sending: a write is due after the linger (lingering) or under way.
 	sending bool
-	timer   *time.Timer
+	// lingering is the round (gen, counted from 1) whose frames wait for
+	// the log's linger timer, 0 when none does (see lingerEntry); set with
+	// mu held, read by the timer without it.
+	lingering atomic.Uint64
+	gen       uint64
 	// opened: the stream was opened in Redis (a write succeeded, or the
 	// writer was made by reading where it stood); a fresh writer's is not
 	// until its first write.
@@ -325,12 +350,74 @@ func (l *RunLog) Append(ctx context.Context, run string, f runs.Frame) (_ int64,
 	if !w.sending {
 		w.sending = true
 		if l.linger > 0 {
-			w.timer = time.AfterFunc(l.linger, func() { l.flush(w) })
+			w.gen++
+			w.lingering.Store(w.gen)
+			l.lingerLater(w, w.gen)
 		} else {
-			go l.flush(w)
+			go l.flush(w, 0)
 		}
 	}
 	return seq, nil
+}
+
+// lingerLater has w's frames written one linger from now, by the log's
+// linger timer, unless they were by then (see lingerEntry). The timer is
+// one for the log, armed for the first writer due, and left to fire when
+// the writers it was armed for have been written meanwhile (a run that
+// ended within its linger): a timer of each run's own, stopped when the
+// run ended before it, cost a wake-up of a sleeping thread or two per run
+// (its arming breaks the network poller's sleep; stopped, it stays in the
+// runtime's heap until its time, when it wakes the poller again), about
+// as much CPU as the rest of the log's work on a turn that ends quickly.
+func (l *RunLog) lingerLater(w *runWriter, gen uint64) {
+	l.lingerMu.Lock()
+	defer l.lingerMu.Unlock()
+	// Taken under the lock: the entries are due in the order they are.
+	l.lingering = append(l.lingering, lingerEntry{w: w, gen: gen, due: time.Now().Add(l.linger)})
+	switch {
+	case l.lingerArmed:
+	case l.lingerTimer == nil:
+		l.lingerTimer = time.AfterFunc(l.linger, l.lingered)
+	default:
+		l.lingerTimer.Reset(l.linger)
+	}
+	l.lingerArmed = true
+}
+
+// lingered is the linger timer's: it drops the writers written meanwhile
+// (most, when runs end within their linger), writes those now due (each
+// on a goroutine of its own but the last, which it writes itself), and
+// arms the timer again for the next one, if any: when runs end within
+// their linger, the timer fires about once a linger, not once a run.
+func (l *RunLog) lingered() {
+	now := time.Now()
+	var due []lingerEntry
+	l.lingerMu.Lock()
+	keep := l.lingering[:0]
+	for _, e := range l.lingering {
+		switch {
+		case e.w.lingering.Load() != e.gen:
+		case !e.due.After(now):
+			due = append(due, e)
+		default:
+			keep = append(keep, e)
+		}
+	}
+	clear(l.lingering[len(keep):])
+	l.lingering = keep
+	if len(keep) > 0 {
+		l.lingerTimer.Reset(keep[0].due.Sub(now))
+	} else {
+		l.lingerArmed = false
+	}
+	l.lingerMu.Unlock()
+	for i, e := range due {
+		if i == len(due)-1 {
+			l.flush(e.w, e.gen)
+		} else {
+			go l.flush(e.w, e.gen)
+		}
+	}
 }
 
 // tell tells Failed of *failure, if any: deferred before the writer's
@@ -341,14 +428,20 @@ func (l *RunLog) tell(run string, failure *error) {
 	}
 }
 
-// flush writes what waits, once the linger passed (or, without one, at
-// once on a goroutine of its own).
-func (l *RunLog) flush(w *runWriter) {
+// flush writes what waits, once the linger of round gen passed (nothing
+// when its frames were written meanwhile), or, without a linger (gen 0),
+// at once on a goroutine of its own.
+func (l *RunLog) flush(w *runWriter, gen uint64) {
 	var failure error
 	defer l.tell(w.run, &failure)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timer = nil
+	if gen != 0 {
+		if w.lingering.Load() != gen { // written meanwhile
+			return
+		}
+		w.lingering.Store(0)
+	}
 	failure = l.drainLocked(w)
 }
 
@@ -357,8 +450,9 @@ func (l *RunLog) flush(w *runWriter) {
 // linger short), else waits for the one that is, w.mu released
 // meanwhile. A write's failure to tell is set in *failure.
 func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) error {
-	if w.timer != nil && w.timer.Stop() {
-		w.timer, w.sending = nil, false
+	if w.lingering.Load() != 0 { // written here and now: its linger entry goes stale
+		w.lingering.Store(0)
+		w.sending = false
 	}
 	if !w.sending {
 		if f := l.drainLocked(w); f != nil {
@@ -478,7 +572,7 @@ func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 	defer w.recycleLocked()
 	w.ending, w.put = true, put
 	for tried := false; !w.ended; {
-		if !w.sending || w.timer != nil {
+		if !w.sending || w.lingering.Load() != 0 {
 			if tried && w.err != nil {
 				return w.err
 			}
@@ -519,7 +613,7 @@ func (l *RunLog) settle(ctx context.Context, run string) error {
 	defer w.mu.Unlock()
 	target := w.next
 	for tried := false; w.next-int64(len(w.ends)) < target; {
-		if !w.sending || w.timer != nil {
+		if !w.sending || w.lingering.Load() != 0 {
 			if tried && w.err != nil {
 				return nil // what Redis has is all there is
 			}

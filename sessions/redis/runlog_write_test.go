@@ -155,6 +155,56 @@ func TestRunLogReadsWhatWaits(t *testing.T) {
 	}
 }
 
+// Frames nothing asks for are written by the log's linger timer, one for
+// every run: another replica sees them without an End or a Read on the
+// writer's, those of several runs, those of a run's next round, and a run
+// that ended within its linger (whose turn of the timer finds nothing to
+// write) holds none of them up.
+func TestRunLogLingerTimer(t *testing.T) {
+	noLeaks(t)
+	_, writer, other := replicaLogs(t, RunLogConfig{Linger: 50 * time.Millisecond})
+	ctx := context.Background()
+	for _, run := range []string{"ended", "b", "c"} {
+		if err := writer.Open(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendFrames(t, writer, "ended", 0, 2)
+	if err := writer.End(ctx, "ended"); err != nil {
+		t.Fatal(err)
+	}
+	appendFrames(t, writer, "b", 0, 3)
+	appendFrames(t, writer, "c", 0, 1)
+	seen := func(run string, want []string) {
+		t.Helper()
+		var got []string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			frames, _, err := other.Read(ctx, run, -1, 0)
+			if err != nil {
+				t.Fatalf("Read %s on another replica: %v", run, err)
+			}
+			if got = frameTexts(t, frames); len(got) >= len(want) {
+				break
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("frames of %s on another replica (-want +got):\n%s", run, d)
+		}
+	}
+	seen("b", wantFrames(0, 3))
+	seen("c", wantFrames(0, 1))
+	appendFrames(t, writer, "b", 3, 5)
+	seen("b", wantFrames(0, 5))
+	for _, run := range []string{"b", "c"} {
+		if err := writer.End(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readEnded(t, other, "ended", -1, wantFrames(0, 2))
+	readEnded(t, other, "b", -1, wantFrames(0, 5))
+	readEnded(t, other, "c", -1, wantFrames(0, 1))
+}
+
 // followTexts follows run's log from its first frame on another
 // goroutine, and gives the frames' texts once it ended (an error fails
 // the test).
