@@ -106,7 +106,7 @@ func startChild(bin string, args []string, dir, ready string) (*Child, error) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOGC" || k == "GOMEMLIMIT" || k == "GOMAXPROCS" || k == "GODEBUG" || k == "AGENTGATE_PPROF_ADDR" {
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == "GOMAXPROCS" || k == "GODEBUG" || k == "AGENTGATE_PPROF_ADDR" || k == "FLOORPROXY_PPROF_ADDR" {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

@@ -15,6 +15,11 @@
 // processes with it, the floor under any hop. GET
 // /metrics serves the Go runtime's metrics (heap, stacks, goroutines), as
 // agentgate's does, so that the load test measures both alike.
+//
+// -pprof HOST:PORT (env FLOORPROXY_PPROF_ADDR, default off) serves Go's
+// profiles and runtime traces (net/http/pprof) on their own listener, as
+// agentgate's -pprof does, so that the two can be traced alike under the
+// load test.
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -39,10 +45,17 @@ import (
 
 func main() {
 	upstream := flag.String("upstream", "", "the upstream's API root, e.g. http://127.0.0.1:8001/v1")
+	pprofAddr := flag.String("pprof", os.Getenv("FLOORPROXY_PPROF_ADDR"), "serve Go profiles (net/http/pprof) on HOST:PORT, on loopback (env FLOORPROXY_PPROF_ADDR, default off)")
 	flag.Parse()
 	if *upstream == "" {
 		fmt.Fprintln(os.Stderr, "floorproxy: -upstream is required")
 		os.Exit(2)
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "floorproxy: pprof:", err)
+			os.Exit(1)
+		}
 	}
 	if err := serve(*upstream); err != nil {
 		fmt.Fprintln(os.Stderr, "floorproxy:", err)
@@ -81,6 +94,22 @@ func serve(upstream string) error {
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return nil
+}
+
+// servePprof serves net/http/pprof's handlers on addr, apart from the
+// proxied routes.
+func servePprof(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
 	return nil
 }
 

@@ -143,11 +143,13 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 // "error" member ends it with a *ssestream.StreamError. cur is valid until
 // the next call of next.
 type chunkStream struct {
-	body io.Closer
+	body io.ReadCloser
 	sse  *wire.SSEReader
 	dec  decoder
 	cur  wireCompletion
 	err  error
+	// done is set once "[DONE]" was read.
+	done bool
 }
 
 func newChunkStream(resp *http.Response) *chunkStream {
@@ -173,6 +175,7 @@ func (s *chunkStream) next() bool {
 		return false
 	}
 	if bytes.HasPrefix(data, doneData) {
+		s.done = true
 		return false
 	}
 	// The choices' array is reused from chunk to chunk, cleared: the
@@ -192,8 +195,14 @@ func (s *chunkStream) next() bool {
 	return true
 }
 
+// close closes the body; after "[DONE]", read to its end first, so that
+// the connection is reused (wire.Finish).
 func (s *chunkStream) close() {
-	if s.body != nil {
+	switch {
+	case s.body == nil:
+	case s.done:
+		_ = wire.Finish(s.body)
+	default:
 		_ = s.body.Close()
 	}
 }
