@@ -126,7 +126,9 @@ func (l *Limiter) Admit(ctx context.Context, r limits.Request) (limits.Slot, err
 	}
 	slot := &turnSlot{s: l.s, keys: keys, argv: argv}
 	if r.Global.ConcurrentTurns > 0 || r.PerModel.ConcurrentTurns > 0 {
+		slot.mu.Lock() // the timer's first renewal reads it
 		slot.timer = time.AfterFunc(slot.every(), slot.renew)
+		slot.mu.Unlock()
 	}
 	return slot, nil
 }

@@ -20,7 +20,9 @@ func TestLimiterConformance(t *testing.T) {
 // its last renewal allows.
 func TestLimiterTurnLeaseExpiresWhenHolderDies(t *testing.T) {
 	srv := startServer(t)
-	cfg := Config{URL: srv.URL(""), KeyPrefix: "replicas:", LockTTL: 300 * time.Millisecond}
+	// A lease long enough that a renewal starved by a loaded machine
+	// (every LockTTL/3) still lands before it expires.
+	cfg := Config{URL: srv.URL(""), KeyPrefix: "replicas:", LockTTL: time.Second}
 	holder, other := newStore(t, cfg), newStore(t, cfg)
 	r := limits.Request{User: "u", Model: "m", Global: limits.Values{ConcurrentTurns: 1}}
 	slot, err := holder.Limiter().Admit(t.Context(), r)
@@ -33,10 +35,14 @@ func TestLimiterTurnLeaseExpiresWhenHolderDies(t *testing.T) {
 		t.Fatalf("running turns %v, want one", first)
 	}
 	// Renewed: the deadline moves on while the holder lives.
+	renewedBy := time.Now().Add(20 * time.Second)
 	for {
 		now := holder.client.ZRangeWithScores(t.Context(), key, 0, -1).Val()
 		if len(now) == 1 && now[0].Score > first[0].Score {
 			break
+		}
+		if time.Now().After(renewedBy) {
+			t.Fatalf("the running turn's deadline was never renewed: %v, first %v", now, first)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
