@@ -22,10 +22,11 @@ package gateway
 // id, or an interrupt after it, ends it cancelled (409 run_cancelled). It
 // streams its run only once it runs; a stream that waited
 // server.keepalive_interval starts before (its headers and keepalives;
-// turnRequest.idle), and its failures are then the stream's. A background response's turn is
-// answered queued before it waits (turnRequest.detached): it waits without
-// its request, until it runs or a cancel, an interrupt, queue_wait or a
-// shutdown ends it.
+// turnRequest.idle; A2A's starts as it joins the line, lineSink), and its
+// failures are then the stream's. A background response's turn, and an A2A
+// task's answered at once, is answered queued before it waits
+// (turnRequest.detached): it waits without its request (runQueued), until
+// it runs or a cancel, an interrupt, queue_wait or a shutdown ends it.
 
 import (
 	"context"
