@@ -676,10 +676,13 @@ func TestMultitaskA2A(t *testing.T) {
 }
 
 // a2aResult posts a JSON-RPC request to the A2A route of app "fake" and
-// returns its result (the test fails on an error).
+// returns its result (the test fails on an error, or with no answer within
+// 10 s).
 func (f *nativeFixture) a2aResult(method, params string) map[string]any {
 	f.t.Helper()
-	resp, err := f.a2aCall(f.t.Context(), method, params)
+	ctx, cancel := context.WithTimeout(f.t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := f.a2aCall(ctx, method, params)
 	if err != nil {
 		f.t.Fatal(err)
 	}
