@@ -19,7 +19,7 @@ const lineSeqRetention = 24 * time.Hour
 var _ sessions.Queue = (*Store)(nil)
 
 // lineAlive is how long a session's line keeps a waiter after its last
-// poll (a waiter polls at least every waitPoll, at most a third of it): a
+// poll (a waiter polls at least every waitPoll, at most a tenth of it): a
 // waiter whose replica died leaves the line within it.
 func (s *Store) lineAlive() time.Duration { return max(s.lockTTL/3, 10*maxPoll) }
 
@@ -129,9 +129,10 @@ func (t *ticket) Acquire(ctx context.Context) (sessions.Lease, error) {
 }
 
 // waitPoll is how often a waiter the bell can wake polls: bellPoll, at
-// most a third of lineAlive (a waiter must poll within it).
+// most a tenth of lineAlive (a waiter must poll within it; a tenth leaves
+// a stalled replica the margin maxPoll left it before).
 func (s *Store) waitPoll() time.Duration {
-	return min(cmp.Or(s.bellPoll, defaultBellPoll), s.lineAlive()/3)
+	return min(cmp.Or(s.bellPoll, defaultBellPoll), s.lineAlive()/10)
 }
 
 // DropAhead implements sessions.Ticket.
