@@ -240,6 +240,9 @@ type a2aTurn struct {
 	// While the turn begins: the message, and the task it follows up.
 	msg  *a2a.Message
 	prev *a2aTask
+	// final is the last status of a task that ended in its session's line
+	// without running (see unrun).
+	final *a2a.Event
 }
 
 // findSession is never asked: an A2A turn always has its context.
@@ -247,8 +250,8 @@ func (at *a2aTurn) findSession(context.Context, *Server) (bool, error) {
 	return false, invalidParams("contextId is required.")
 }
 
-// loaded makes the task: for a follow-up, the message becomes the answers
-// to the calls the task waits for.
+// loaded checks a follow-up against its session: the message becomes the
+// answers to the calls the task waits for.
 func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
 	msg, prev, taskID := at.msg, at.prev, at.runID
 	if msg.TaskID != "" {
@@ -278,21 +281,25 @@ func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
 		}
 		at.req.NewMessage = answerCalls(msg, calls)
 	}
-	t := &a2aTask{id: taskID, contextID: at.sessionID, app: at.app.ID, user: at.req.UserID, state: a2a.StateSubmitted, updated: s.cfg.Now()}
-	if prev != nil {
-		prev.mu.Lock()
-		t.artifacts, t.history = append(t.artifacts, prev.artifacts...), append(t.history, prev.history...)
-		prev.mu.Unlock()
-	}
-	um := *msg
-	um.TaskID, um.ContextID, um.Role = taskID, at.sessionID, a2a.RoleUser
-	t.history = append(t.history, um)
-	at.task, at.value = t, t
 	return nil
 }
 
-// a2aBegin checks a message and begins the turn of its task.
-func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, stream bool) (*a2aTurn, error) {
+// unrun records the end of a task whose turn waited in its session's line
+// and ends there, without running (canceled, or failed with err); a
+// stream that showed the task submitted ends with final.
+func (at *a2aTurn) unrun(ctx context.Context, s *Server, err error) {
+	at.final = (&taskRun{s: s, t: at.task}).finish(ctx, err)
+}
+
+// a2aBegin checks a message and begins the turn of its task; st is the
+// stream of message/stream (nil otherwise), which starts with the task
+// submitted if the turn waits in its session's line. A message/send that
+// returns immediately begins detached: when its session is busy it is in
+// the line (at.line) without its session. The task is recorded before
+// the turn begins, so that tasks/get and tasks/cancel find it queued; once
+// at is returned, with an error too, it is the turn's.
+func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, st *a2aStream) (*a2aTurn, error) {
+	stream := st != nil
 	user := a2aUser(ctx, p.Message.Metadata, p.Metadata)
 	msg := &p.Message
 	if len(msg.Parts) == 0 {
@@ -341,12 +348,27 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, stream
 	} else {
 		d.missing = taskNotFound(msg.TaskID)
 	}
-	err := s.beginTurn(ctx, &d, &at.turn, at)
-	at.msg, at.prev = nil, nil
-	if err != nil {
-		return nil, err
+	d.detached = !stream && p.ReturnImmediately
+	// running: a run of the task goes on or waits in the session's line
+	// (tasks/cancel cancels it).
+	task := &a2aTask{id: d.runID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now(), running: true}
+	if prev != nil {
+		prev.mu.Lock()
+		task.artifacts, task.history = append(task.artifacts, prev.artifacts...), append(task.history, prev.history...)
+		prev.mu.Unlock()
 	}
-	return at, nil
+	um := *msg
+	um.TaskID, um.ContextID, um.Role = d.runID, contextID, a2a.RoleUser
+	task.history = append(task.history, um)
+	at.task, d.value = task, task
+	if st != nil {
+		st.t, d.idle = at, st
+	}
+	err := s.beginTurn(ctx, &d, &at.turn, at)
+	if at.line == nil { // a detached turn in its session's line loads it later
+		at.msg, at.prev = nil, nil
+	}
+	return at, err
 }
 
 // taskRun is one run of a task, recording what happens in the task.
@@ -388,7 +410,7 @@ func (r *taskRun) finish(ctx context.Context, err error) *a2a.Event {
 		return &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: t.id, ContextID: t.contextID, Parts: parts}
 	}
 	switch {
-	case err != nil && errors.Is(context.Cause(ctx), errTaskCanceled):
+	case err != nil && (errors.Is(err, errTaskCanceled) || errors.Is(context.Cause(ctx), errTaskCanceled)):
 		st, msg = a2a.StateCanceled, agentMsg(a2a.TextPart("The task was canceled."))
 	case err != nil && classify(err).status == 499:
 		st, msg = a2a.StateCanceled, agentMsg(a2a.TextPart("The client went away; the task was canceled."))
@@ -437,12 +459,21 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		rpcFail(c, req.ID, invalidParams("want {message: {messageId, role, parts}, configuration?, metadata?}."))
 		return
 	}
-	turn, err := s.a2aBegin(c.Request.Context(), a, &p, stream)
+	var st *a2aStream
+	if stream {
+		st = &a2aStream{c: c, v: v, id: req.ID, historyLength: p.HistoryLength}
+	}
+	turn, err := s.a2aBegin(c.Request.Context(), a, &p, st)
 	if err != nil {
-		if rpcFailLimited(c, req.ID, err) {
-			return
+		switch {
+		case turn != nil && turn.final != nil && st != nil && st.w != nil:
+			_ = st.send(*turn.final) // it streamed its task while it waited
+		case turn != nil && turn.final != nil:
+			rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}, v))
+		case rpcFailLimited(c, req.ID, err):
+		default:
+			rpcFail(c, req.ID, rpcErrorOf(err))
 		}
-		rpcFail(c, req.ID, rpcErrorOf(err))
 		return
 	}
 	ctx := c.Request.Context()
@@ -452,8 +483,23 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		// tasks/cancel.
 		ctx = context.WithoutCancel(ctx)
 	}
+	if turn.line != nil {
+		// Its session is busy: answered submitted at once, it waits in
+		// the line without the request, then runs as any other.
+		submitted := turn.task.snapshot(nil)
+		sink := &a2aSink{}
+		go s.runQueued(ctx, &turn.turn, sink, func() { sink.r = s.newTaskRun(turn.task) },
+			func(err error) { turn.unrun(ctx, s, err) })
+		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: submitted}, v))
+		return
+	}
 	runCtx, err := s.startRun(ctx, &turn.turn)
 	if err != nil {
+		final := (&taskRun{s: s, t: turn.task}).finish(ctx, err)
+		if st != nil && st.w != nil {
+			_ = st.send(*final)
+			return
+		}
 		rpcFail(c, req.ID, rpcErrorOf(err))
 		return
 	}
@@ -463,8 +509,15 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		go s.driveRun(runCtx, &turn.turn, sink)
 		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: turn.task.snapshot(nil)}, v))
 	case stream:
-		st := &a2aStream{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, w: startSSE(c.Writer, nil, &turn.pace)}
-		_ = st.send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}) // a client gone shows at the next write
+		st.a2aSink = *sink
+		if st.w == nil {
+			st.w = startSSE(c.Writer, nil, &turn.pace)
+			_ = st.send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}) // a client gone shows at the next write
+		} else {
+			// It showed the task submitted while it waited; it runs now.
+			_ = st.send(a2a.Event{Status: &a2a.StatusUpdate{TaskID: turn.task.id, ContextID: turn.task.contextID,
+				Status: a2a.TaskStatus{State: a2a.StateWorking, Timestamp: s.cfg.Now().UTC().Format(time.RFC3339Nano)}}})
+		}
 		s.driveRun(runCtx, &turn.turn, st)
 	default:
 		s.driveRun(runCtx, &turn.turn, &a2aAnswer{a2aSink: *sink, c: c, t: turn, v: v, id: req.ID, historyLength: p.HistoryLength})
@@ -500,15 +553,25 @@ func (aa *a2aAnswer) end(ctx context.Context, err error) {
 	rpcResult(aa.c, aa.id, a2a.EncodeEvent(a2a.Event{Task: aa.t.task.snapshot(aa.historyLength)}, aa.v))
 }
 
-// a2aStream answers message/stream: an artifact update per text delta,
-// then the final status.
+// a2aStream answers message/stream: the task, an artifact update per text
+// delta, then the final status. A turn that waits in its session's line
+// sends the task submitted as it joins it (queued), then keepalives, and
+// a working status once it runs.
 type a2aStream struct {
 	a2aSink
-	c  *gin.Context
-	t  *a2aTurn
-	v  a2a.Version
-	id json.RawMessage
-	w  *sseWriter
+	c             *gin.Context
+	t             *a2aTurn
+	v             a2a.Version
+	id            json.RawMessage
+	historyLength *int
+	w             *sseWriter // nil until the stream starts
+}
+
+// queued starts the stream with the task, submitted, as its turn joins its
+// session's line.
+func (st *a2aStream) queued() error {
+	st.w = startSSE(st.c.Writer, nil, &st.t.pace)
+	return st.send(a2a.Event{Task: st.t.task.snapshot(st.historyLength)})
 }
 
 func (st *a2aStream) send(e a2a.Event) error {

@@ -22,10 +22,11 @@ package gateway
 // id, or an interrupt after it, ends it cancelled (409 run_cancelled). It
 // streams its run only once it runs; a stream that waited
 // server.keepalive_interval starts before (its headers and keepalives;
-// turnRequest.idle), and its failures are then the stream's. A background response's turn is
-// answered queued before it waits (turnRequest.detached): it waits without
-// its request, until it runs or a cancel, an interrupt, queue_wait or a
-// shutdown ends it.
+// turnRequest.idle; A2A's starts as it joins the line, lineSink), and its
+// failures are then the stream's. A background response's turn, and an A2A
+// task's answered at once, is answered queued before it waits
+// (turnRequest.detached): it waits without its request (runQueued), until
+// it runs or a cancel, an interrupt, queue_wait or a shutdown ends it.
 
 import (
 	"context"
@@ -102,6 +103,9 @@ func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sess
 		return nil, nil, err
 	}
 	w.idle = d.idle
+	if q, ok := d.idle.(lineSink); ok {
+		_ = q.queued() // a client gone shows at the next write, ending the wait
+	}
 	if d.detached {
 		t.line = w
 		return nil, nil, nil
@@ -112,6 +116,11 @@ func (s *Server) lockTurn(ctx context.Context, d *turnRequest, t *turn, req sess
 	sess, err = s.readLocked(ctx, req, create)
 	return sess, lease, err
 }
+
+// lineSink is a turn's keepalive stream (turnRequest.idle) that is told
+// once the turn joined its session's line, before it waits: a stream that
+// starts with what it runs (A2A's, with its task submitted) starts then.
+type lineSink interface{ queued() error }
 
 // lineWait is a turn's place in its session's line, from joinLine to the
 // end of waitInLine.
@@ -254,6 +263,33 @@ func (s *Server) awaitSession(ctx context.Context, t *turn) error {
 		return err
 	}
 	return w.then(ctx, lease)
+}
+
+// runQueued waits in its session's line for a detached turn that began
+// there (t.line, see turnRequest.detached), then runs it into sink, under
+// ctx (the turn's, detached from its request): the one path of every
+// surface's turn answered before it runs. running is called once the turn
+// holds its session, before its run begins (the surface's record says it
+// runs). One that never runs (cancelled, interrupted, out of
+// sessions.queue_wait, ended by a shutdown, or its session no longer what
+// the request needs) is ended with unrun(err), the surface's record of it,
+// before its run ends, as one that ran is: whoever waits for the run's end
+// (a cancel) reads the final record.
+func (s *Server) runQueued(ctx context.Context, t *turn, sink turnSink, running func(), unrun func(err error)) {
+	err := s.awaitSession(ctx, t)
+	t.line = nil
+	var runCtx context.Context
+	if err == nil {
+		running()
+		runCtx = t.rec.Begin(ctx)
+		err = context.Cause(runCtx)
+	}
+	if err != nil {
+		unrun(err)
+		t.abandon(ctx, err)
+		return
+	}
+	s.driveRun(runCtx, t, sink)
 }
 
 // resumes reports whether a turn's message answers calls of a paused

@@ -568,8 +568,24 @@ func mustJSON(t *testing.T, v any) string {
 // a2a sends a JSON-RPC request with method and a message saying text in
 // context s1 of u1 to the A2A route of app "fake"; ctx ends the request.
 func (f *nativeFixture) a2a(ctx context.Context, method, text string) (*http.Response, error) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m-` + text +
-		`","role":"user","contextId":"s1","parts":[{"kind":"text","text":"` + text + `"}]},"metadata":{"user":"u1"}}}`
+	return f.a2aCall(ctx, method, a2aMessage(text, ""))
+}
+
+// a2aMessage is the params of a message saying text in context s1 of u1,
+// with a configuration when config is not empty.
+func a2aMessage(text, config string) string {
+	p := `{"message":{"messageId":"m-` + text + `","role":"user","contextId":"s1","parts":[{"kind":"text","text":"` + text +
+		`"}]},"metadata":{"user":"u1"}`
+	if config != "" {
+		p += `,"configuration":` + config
+	}
+	return p + "}"
+}
+
+// a2aCall sends a JSON-RPC request with method and params to the A2A route
+// of app "fake"; ctx ends the request.
+func (f *nativeFixture) a2aCall(ctx context.Context, method, params string) (*http.Response, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/a2a/fake", strings.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -657,6 +673,140 @@ func TestMultitaskA2A(t *testing.T) {
 			}
 		})
 	})
+}
+
+// a2aResult posts a JSON-RPC request to the A2A route of app "fake" and
+// returns its result (the test fails on an error, or with no answer within
+// 10 s).
+func (f *nativeFixture) a2aResult(method, params string) map[string]any {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := f.a2aCall(ctx, method, params)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		f.t.Fatal(err)
+	}
+	out, ok := res["result"].(map[string]any)
+	if !ok {
+		f.t.Fatalf("%s answered %v", method, res)
+	}
+	return out
+}
+
+// A message/send that returns immediately on a busy context (enqueue) is
+// answered at once, while the run going still holds the session: its task
+// submitted, which tasks/get shows as it is (submitted while it waits,
+// completed once it ran after the first, with its answer); its model call
+// saw the first turn's answer.
+func TestMultitaskA2AReturnImmediately(t *testing.T) {
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+		// The first turn holds until released below: an answer now is one
+		// that did not wait for its turn.
+		task := f.a2aResult("message/send", a2aMessage("a2", `{"returnImmediately":true}`))
+		id, _ := task["id"].(string)
+		if dig(task, "status", "state") != "submitted" || id == "" || dig(task, "contextId") != "s1" {
+			t.Fatalf("message/send answered %v, want a task submitted", task)
+		}
+		f.waitRuns("running", "queued")
+		get := `{"id":"` + id + `","metadata":{"user":"u1"}}`
+		if got := f.a2aResult("tasks/get", get); dig(got, "status", "state") != "submitted" {
+			t.Errorf("tasks/get of the queued task: %v", got)
+		}
+		m.release <- struct{}{}
+		result(t, first)
+		if got := next(t, m.started, "the A2A turn's call"); got != "a2" {
+			t.Errorf("the call after the first answered %q", got)
+		}
+		if got := f.a2aResult("tasks/get", get); dig(got, "status", "state") != "working" {
+			t.Errorf("tasks/get of the running task: %v", got)
+		}
+		m.release <- struct{}{}
+		var got map[string]any
+		waitFor(t, "the task completed", func() bool {
+			got = f.a2aResult("tasks/get", get)
+			return dig(got, "status", "state") == "completed"
+		})
+		if dig(got, "artifacts", 0, "parts", 0, "text") != "re:a2" {
+			t.Errorf("the completed task: %v", got)
+		}
+		if ids := f.waitRuns("completed", "completed"); ids[1] != id {
+			t.Errorf("the queued run is %s, the task %s", ids[1], id)
+		}
+		reqs := f.fakes["solo"].requests()
+		if got := transcript(reqs[len(reqs)-1]); !slices.Equal(got, []string{"user:x1", "model:re:x1", "user:a2"}) {
+			t.Errorf("the A2A turn's call was sent %q", got)
+		}
+	})
+}
+
+// A message/stream on a busy context (enqueue) starts its stream as its
+// turn joins the line: the task, submitted, then keepalives every
+// server.keepalive_interval while it waits; once it runs, a working
+// status, its answer and the final completed status. One cancelled over
+// tasks/cancel while it waits ends its stream with the final canceled
+// status.
+func TestMultitaskA2AQueuedStream(t *testing.T) {
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store, func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
+		waiting := f.openStreamAt("/a2a/fake", `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":`+a2aMessage("a2", "")+`}`)
+		cancelled := f.openStreamAt("/a2a/fake", `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":`+a2aMessage("a3", "")+`}`)
+		f.waitRuns("running", "queued", "queued")
+		var ids []string
+		for _, q := range []*queuedStream{waiting, cancelled} {
+			read := q.until("data: ")
+			var first map[string]any
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(read[len(read)-1], "data: ")), &first)
+			if dig(first, "result", "kind") != "task" || dig(first, "result", "status", "state") != "submitted" {
+				t.Fatalf("a queued stream began with %q, want the task submitted", read)
+			}
+			ids = append(ids, dig(first, "result", "id").(string))
+			if read := q.until(":"); read[len(read)-1] != ": keepalive" {
+				t.Errorf("a queued stream went on with %q, want a keepalive", read)
+			}
+		}
+		if got := f.a2aResult("tasks/cancel", `{"id":"`+ids[1]+`","metadata":{"user":"u1"}}`); dig(got, "status", "state") != "canceled" {
+			t.Errorf("tasks/cancel of the queued task answered %v", got)
+		}
+		if frames := a2aFrames(t, cancelled.rest()); len(frames) != 1 || dig(frames[0], "status", "state") != "canceled" ||
+			dig(frames[0], "final") != true {
+			t.Errorf("the cancelled queued stream ended with %v", frames)
+		}
+		m.release <- struct{}{}
+		result(t, first)
+		next(t, m.started, "the queued turn's call")
+		m.release <- struct{}{}
+		frames := a2aFrames(t, waiting.rest())
+		if len(frames) < 3 || dig(frames[0], "kind") != "status-update" || dig(frames[0], "status", "state") != "working" ||
+			dig(frames[len(frames)-1], "status", "state") != "completed" {
+			t.Errorf("the queued stream, once it ran: %v", frames)
+		}
+		if got := f.a2aResult("tasks/get", `{"id":"`+ids[0]+`","metadata":{"user":"u1"}}`); dig(got, "artifacts", 0, "parts", 0, "text") != "re:a2" {
+			t.Errorf("the queued stream's task: %v", got)
+		}
+		f.waitRuns("completed", "completed", "cancelled")
+	})
+}
+
+// a2aFrames are the results of an A2A stream's data lines.
+func a2aFrames(t *testing.T, lines []string) []any {
+	t.Helper()
+	var out []any
+	for _, l := range lines {
+		if data, ok := strings.CutPrefix(l, "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("frame %q: %v", data, err)
+			}
+			out = append(out, m["result"])
+		}
+	}
+	return out
 }
 
 // queuedStream is a /run_sse request whose lines are read as they come.

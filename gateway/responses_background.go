@@ -99,7 +99,7 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 	}
 	snapshot := *b.enc.Response()
 	if t.line != nil {
-		go s.runQueued(ctx, b)
+		go s.queuedResponse(ctx, b)
 	} else {
 		runCtx, err := s.startRun(ctx, t)
 		if err != nil {
@@ -115,30 +115,15 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 	c.JSON(http.StatusOK, &snapshot)
 }
 
-// runQueued waits in its session's line for the turn of a background
-// response stored queued, then runs it: its record says in_progress from
-// when it holds the session. One that never runs (cancelled, interrupted,
-// out of sessions.queue_wait, ended by a shutdown, or its session no
-// longer what the request needs) has its record ended before its run, as
-// one that ran does: whoever waits for the run's end (a cancel) reads the
-// final record.
-func (s *Server) runQueued(ctx context.Context, b *responsesBackground) {
+// queuedResponse is the surface of a background response stored queued
+// (see runQueued): its record says in_progress from when it holds the
+// session; one that never runs has its record ended before its run.
+func (s *Server) queuedResponse(ctx context.Context, b *responsesBackground) {
 	t := &b.turn.turn
-	err := s.awaitSession(ctx, t)
-	t.line = nil
-	var runCtx context.Context
-	if err == nil {
+	s.runQueued(ctx, t, b, func() {
 		b.enc.Response().Status = openaiwire.StatusInProgress
 		_ = b.save() // a record left queued ends all the same: its run's end replaces it
-		runCtx = t.rec.Begin(ctx)
-		err = context.Cause(runCtx)
-	}
-	if err != nil {
-		b.unrun(err)
-		t.abandon(ctx, err)
-		return
-	}
-	s.driveRun(runCtx, t, b)
+	}, func(err error) { b.unrun(err) })
 }
 
 // unrun records the end of a background response whose turn did not run:

@@ -98,6 +98,14 @@ type turnPreparer interface {
 	prepare(ctx context.Context, d *turnRequest) error
 }
 
+// turnUnrunner is a turnHooks with a record of its own of a turn that
+// waited in its session's line as a run and ends there, without running:
+// unrun records the error before the run ends (whoever waits for that end,
+// a cancel, reads the record).
+type turnUnrunner interface {
+	unrun(ctx context.Context, s *Server, err error)
+}
+
 // turn is one turn between beginTurn and the end of its run. Surfaces
 // embed it in their own turn types.
 type turn struct {
@@ -184,6 +192,9 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	defer func() {
 		if err != nil {
 			if t.rec != nil { // it waited in the session's line as a run
+				if u, ok := h.(turnUnrunner); ok {
+					u.unrun(ctx, s, err)
+				}
 				t.endUnrun(ctx, err)
 			}
 			t.slot.End(0)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -102,6 +103,48 @@ func TestReplicasMultitask(t *testing.T) {
 			}
 		}
 		waitRuns(t, a, "q", are("completed", "completed", "completed"))
+	})
+
+	// A background response created on A while B's run holds the session
+	// is answered queued, waits in the session's line (listed queued by
+	// both), and runs on A once B's run ended, seeing it; both replicas
+	// then read it completed.
+	t.Run("background", func(t *testing.T) {
+		mustRead(t, http.MethodPost, b+"/apps/desk/users/u1/sessions", `{"sessionId":"bg"}`, 200)
+		resp, br, _ := startTurn(t, b, turnBody("bg", "x1", ""))
+		defer resp.Body.Close()
+		<-up.started
+		var created struct{ ID, Status string }
+		body := `{"model":"desk","user":"u1","conversation":"bg","input":"r2","background":true}`
+		if err := json.Unmarshal([]byte(mustRead(t, http.MethodPost, a+"/v1/responses", body, 200)), &created); err != nil || created.Status != "queued" {
+			t.Fatalf("the background response on a busy session: %+v %v", created, err)
+		}
+		waitRuns(t, b, "bg", are("running", "queued"))
+		if st := responseStatus(t, b, created.ID); st != "queued" {
+			t.Errorf("B polls the waiting response %s", st)
+		}
+		up.release <- struct{}{}
+		if rest := sseFrames(t, br, 0); len(rest) == 0 || !strings.Contains(rest[len(rest)-1], `"text":"ab"`) {
+			t.Errorf("B's turn's last frames %q", rest)
+		}
+		<-up.started
+		if got, want := up.lastCall(), []string{"user:x1", "assistant:ab", "user:r2"}; !slices.Equal(got, want) {
+			t.Errorf("the background response's call was sent %q, want %q", got, want)
+		}
+		up.release <- struct{}{}
+		deadline := time.Now().Add(30 * time.Second)
+		for responseStatus(t, b, created.ID) != "completed" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the background response on B: %s", responseStatus(t, b, created.ID))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, base := range []string{a, b} {
+			if got := mustRead(t, http.MethodGet, base+"/v1/responses/"+created.ID, "", 200); !strings.Contains(got, `"text":"ab"`) {
+				t.Errorf("the completed response on %s: %s", base, got)
+			}
+		}
+		waitRuns(t, a, "bg", are("completed", "completed"))
 	})
 
 	t.Run("interrupt", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -18,8 +19,8 @@ const lineSeqRetention = 24 * time.Hour
 var _ sessions.Queue = (*Store)(nil)
 
 // lineAlive is how long a session's line keeps a waiter after its last
-// poll (a waiter polls at least every maxPoll): a waiter whose replica died
-// leaves the line within it.
+// poll (a waiter polls at least every waitPoll, at most a tenth of it): a
+// waiter whose replica died leaves the line within it.
 func (s *Store) lineAlive() time.Duration { return max(s.lockTTL/3, 10*maxPoll) }
 
 // lineKeys are the keys of a session's lease and line (see lineLib).
@@ -35,9 +36,9 @@ func (s *Store) lineKeys(app, user, id string) lineKeys {
 
 // Join implements sessions.Queue with a line shared by every replica: the
 // tickets of a session are numbered by one counter in Redis and wait in a
-// sorted set in that order (see lineLib). A waiter polls its ticket as
-// Acquire polls the lease, from minPoll doubling up to maxPoll; one that
-// stops polling for lineAlive leaves the line.
+// sorted set in that order (see lineLib). A waiter is woken by a message
+// when the line may let it in (see lineBell) and polls its ticket all the
+// same; one that stops polling for lineAlive leaves the line.
 func (s *Store) Join(ctx context.Context, app, user, sessionID string, max int) (sessions.Ticket, error) {
 	if err := sessions.ValidateKeys(app, user); err != nil {
 		return nil, err
@@ -70,14 +71,26 @@ var _ sessions.Ticket = (*ticket)(nil)
 
 func (t *ticket) Seq() int64 { return t.seq }
 
-// Acquire implements sessions.Ticket.
+// Acquire implements sessions.Ticket. A ticket that must wait polls from
+// minPoll doubling up to maxPoll until the Store's subscription to its
+// line's channel is confirmed (see lineBell), then waits for a message on
+// it, polling every bellPoll all the same.
 func (t *ticket) Acquire(ctx context.Context) (sessions.Lease, error) {
 	if t.out {
 		return nil, fmt.Errorf("%w: the ticket left the line of session %s", sessions.ErrInvalid, t.id)
 	}
 	keys := []string{t.k.lock, t.k.line, t.k.waiting}
 	poll := minPoll
+	var sub *bellSub // subscribed once the first poll must wait
+	defer func() { t.s.bell.leave(t.k.line, sub) }()
+	var ready bool
+	var rung <-chan struct{}
 	for {
+		if sub != nil {
+			// Before the poll: a message that comes after it wakes the
+			// wait below.
+			ready, rung = t.s.bell.state(sub)
+		}
 		n, err := takeScript.Run(ctx, t.s.client, keys, t.token, t.s.lockTTL.Milliseconds(), t.s.lineAlive().Milliseconds()).Int64()
 		switch {
 		case err != nil:
@@ -89,15 +102,37 @@ func (t *ticket) Acquire(ctx context.Context) (sessions.Lease, error) {
 			t.out = true
 			return nil, fmt.Errorf("%w: session %s", sessions.ErrDropped, t.id)
 		}
-		timer := time.NewTimer(poll)
+		if sub == nil {
+			sub = t.s.bell.join(t.k.line)
+		}
+		var confirmed <-chan struct{} // a subscription confirmed: poll again at once
+		wait := poll
+		switch {
+		case ready:
+			wait = t.s.waitPoll()
+		case sub != nil:
+			confirmed = sub.ready
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, fmt.Errorf("sessions/redis: waiting in line for session %s: %w", t.id, ctx.Err())
 		case <-timer.C:
+		case <-rung:
+			timer.Stop()
+		case <-confirmed:
+			timer.Stop()
 		}
 		poll = min(2*poll, maxPoll)
 	}
+}
+
+// waitPoll is how often a waiter the bell can wake polls: bellPoll, at
+// most a tenth of lineAlive (a waiter must poll within it; a tenth leaves
+// a stalled replica the margin maxPoll left it before).
+func (s *Store) waitPoll() time.Duration {
+	return min(cmp.Or(s.bellPoll, defaultBellPoll), s.lineAlive()/10)
 }
 
 // DropAhead implements sessions.Ticket.

@@ -85,3 +85,59 @@ func TestLineDropsWaiterThatStopsPolling(t *testing.T) {
 	}
 	again.Release()
 }
+
+// A waiter in line is woken when the lease it waits for is released on
+// another replica, not by its poll: its Store polls only every hour once
+// subscribed to the line's channel, so the lease it gets within the test's
+// deadline came through the message the release published.
+func TestLineWaiterWokenByRelease(t *testing.T) {
+	_, _, other, lease := heldByReplica(t, 10*time.Minute)
+	other.bellPoll = time.Hour
+	if other.waitPoll() < 15*time.Second {
+		t.Fatalf("waitPoll %s: the test needs a poll longer than its deadline", other.waitPoll())
+	}
+	next, err := other.Join(t.Context(), "app", "u", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Leave()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		lease sessions.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := next.Acquire(ctx)
+		got <- result{l, err}
+	}()
+	ch := other.lineKeys("app", "u", "s1").line
+	for !other.bell.subscribed(ch) {
+		select {
+		case r := <-got:
+			t.Fatalf("Acquire returned before the lease was released: %v", r.err)
+		case <-ctx.Done():
+			t.Fatal("the waiter never subscribed to its line's channel")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	lease.Release()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Acquire once the lease was released on the other replica: %v", r.err)
+	}
+	r.lease.Release()
+}
+
+// subscribed reports whether the Store's subscription to ch is confirmed.
+func (b *lineBell) subscribed(ch string) bool {
+	b.mu.Lock()
+	sub := b.subs[ch]
+	b.mu.Unlock()
+	if sub == nil {
+		return false
+	}
+	ready, _ := b.state(sub)
+	return ready
+}

@@ -75,6 +75,10 @@ type Store struct {
 	// (the app: hash with a session's keys, a run's index entry with its
 	// log's).
 	oneNode bool
+	// bell wakes waiters in a session's line (see lineBell); bellPoll is
+	// how often a waiter it can wake polls all the same (0: the default).
+	bell     lineBell
+	bellPoll time.Duration
 }
 
 var (
@@ -131,6 +135,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	_, cluster := s.client.(*goredis.ClusterClient)
 	s.oneNode = !cluster
+	s.bell.client = s.client
 	return s, nil
 }
 
@@ -195,7 +200,10 @@ func configError(msg string) error {
 
 // Close releases the Store's connections. Leases still held are not
 // released; they expire after LockTTL.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *Store) Close() error {
+	s.bell.close()
+	return s.client.Close()
+}
 
 // Ping implements sessions.Pinger: it reports whether Redis answers.
 func (s *Store) Ping(ctx context.Context) error {

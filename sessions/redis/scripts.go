@@ -65,10 +65,13 @@ local function lineOf(lock)
   return string.sub(lock, 1, i + 1) .. 'line:' .. string.sub(lock, i + 7)
 end
 
--- free releases the lease lock: to the line when it has waiters.
+-- free releases the lease lock: to the line when it has waiters, whom it
+-- wakes (see lineBell).
 local function free(lock)
-  if redis.call('ZCARD', lineOf(lock)) > 0 then
+  local line = lineOf(lock)
+  if redis.call('ZCARD', line) > 0 then
     redis.call('SET', lock, 'line', 'KEEPTTL')
+    redis.call('PUBLISH', line, '')
   else
     redis.call('DEL', lock)
   end
@@ -77,14 +80,18 @@ end
 -- evict drops the waiters that stopped polling, and the marker of a
 -- line left empty.
 local function evict(lock, line, waiting, now)
+  local gone = 0
   for _, tok in ipairs(redis.call('ZRANGE', line, 0, -1)) do
     local by = redis.call('ZSCORE', waiting, tok)
     if not by or tonumber(by) <= now then
       redis.call('ZREM', line, tok)
       redis.call('ZREM', waiting, tok)
+      gone = gone + 1
     end
   end
-  if redis.call('ZCARD', line) == 0 and redis.call('GET', lock) == 'line' then redis.call('DEL', lock) end
+  local left = redis.call('ZCARD', line)
+  if left == 0 and redis.call('GET', lock) == 'line' then redis.call('DEL', lock) end
+  if gone > 0 and left > 0 then redis.call('PUBLISH', line, '') end
 end
 
 -- alive moves a waiter's deadline, and the line's expiry, to now + ms.
@@ -344,8 +351,9 @@ return 1
 `)
 
 // dropAheadScript: KEYS line waiting; ARGV token. Takes the tokens ahead
-// of token out of the line (their next poll finds them out of it).
-// Returns how many, or -1 when token is not in the line.
+// of token out of the line (their next poll finds them out of it, and the
+// line's message wakes them). Returns how many, or -1 when token is not in
+// the line.
 var dropAheadScript = goredis.NewScript(`
 local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not mine then return -1 end
@@ -354,14 +362,20 @@ for _, tok in ipairs(ahead) do
   redis.call('ZREM', KEYS[1], tok)
   redis.call('ZREM', KEYS[2], tok)
 end
+if #ahead > 0 then redis.call('PUBLISH', KEYS[1], '') end
 return #ahead
 `)
 
 // leaveScript: KEYS lock line waiting; ARGV token. Takes token out of the
-// line; the marker goes with the line's last waiter.
+// line, waking the waiters left (the next may go); the marker goes with
+// the line's last waiter.
 var leaveScript = goredis.NewScript(`
-redis.call('ZREM', KEYS[2], ARGV[1])
+local was = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == 'line' then redis.call('DEL', KEYS[1]) end
+if redis.call('ZCARD', KEYS[2]) == 0 then
+  if redis.call('GET', KEYS[1]) == 'line' then redis.call('DEL', KEYS[1]) end
+elseif was == 1 then
+  redis.call('PUBLISH', KEYS[2], '')
+end
 return 1
 `)
