@@ -262,49 +262,44 @@ func (d *eventDecoder) usage(u **genai.GenerateContentResponseUsageMetadata) {
 func (d *eventDecoder) actions(a *EventActions) {
 	var seen uint32
 	d.object(func(key []byte) {
-		var bit uint32
 		switch string(key) {
 		case "stateDelta":
-			bit = 1
-		case "artifactDelta":
-			bit = 2
-		case "requestedAuthConfigs":
-			bit = 4
-		case "requestedToolConfirmations":
-			bit = 8
-		case "transferToAgent":
-			bit = 16
-		case "escalate":
-			bit = 32
-		case "skipSummarization":
-			bit = 64
-		case "compaction":
-			bit = 128
-		}
-		if bit == 0 || seen&bit != 0 {
-			d.Fail()
-			return
-		}
-		seen |= bit
-		switch bit {
-		case 1:
+			d.once(&seen, 1)
 			d.anyMap(&a.StateDelta)
-		case 2:
+		case "artifactDelta":
+			d.once(&seen, 2)
 			d.unmarshal(&a.ArtifactDelta)
-		case 4:
+		case "requestedAuthConfigs":
+			d.once(&seen, 4)
 			d.anyMap(&a.RequestedAuthConfigs)
-		case 8:
+		case "requestedToolConfirmations":
+			d.once(&seen, 8)
 			d.unmarshal(&a.RequestedToolConfirmations)
-		case 16:
+		case "transferToAgent":
+			d.once(&seen, 16)
 			d.str(&a.TransferToAgent)
-		case 32:
+		case "escalate":
+			d.once(&seen, 32)
 			d.bool(&a.Escalate)
-		case 64:
+		case "skipSummarization":
+			d.once(&seen, 64)
 			d.bool(&a.SkipSummarization)
-		default:
+		case "compaction":
+			d.once(&seen, 128)
 			d.unmarshal(&a.Compaction)
+		default:
+			d.Fail()
 		}
 	})
+}
+
+// once fails the decoder when bit, a member's, is in *seen already (a
+// member given twice), and adds it.
+func (d *eventDecoder) once(seen *uint32, bit uint32) {
+	if *seen&bit != 0 {
+		d.Fail()
+	}
+	*seen |= bit
 }
 
 // anyMap reads an object as encoding/json reads it into a map[string]any
