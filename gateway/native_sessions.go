@@ -246,8 +246,8 @@ func (s *Server) createSession(c *gin.Context, a *app, user string) error {
 	}
 	events := make([]*sessions.Event, 0, len(req.Events))
 	for i, raw := range req.Events {
-		ev := &sessions.Event{}
-		if err := json.Unmarshal(raw, ev); err != nil {
+		ev, err := sessions.UnmarshalEvent(string(raw))
+		if err != nil {
 			return badRequest("events", "events["+strconv.Itoa(i)+"] is not a valid event.")
 		}
 		if err := checkReservedKeys("events", ev.Actions.StateDelta); err != nil {

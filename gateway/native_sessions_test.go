@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/artifact"
@@ -261,6 +262,34 @@ func TestNativeCreateWithEventsAndParameters(t *testing.T) {
 	}
 	if greeted == 0 {
 		t.Errorf("the run on the imported session did not reach the greeter: %v", events)
+	}
+}
+
+// An imported event is read as encoding/json reads it (escapes, a part
+// of another kind, a timestamp in milliseconds), and one that is not an
+// event is refused with its index, whatever made it invalid.
+func TestNativeCreateEventsDecoded(t *testing.T) {
+	f := newNativeFixture(t, nil)
+	base := "/apps/desk/users/u1/sessions"
+	events := `[{"id":"e\u00e9","author":"user","content":{"role":"user","parts":[{"text":"a \"quote\"\n"}]},"timestamp":1765000000500},
+		{"id":"e2","author":"coordinator","content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"x":[1,"y"]}}}]},"timestamp":1765000001}]`
+	var sess sessions.Session
+	if err := json.Unmarshal(f.mustDo(http.StatusOK, http.MethodPost, base, `{"sessionId":"dec","events":`+events+`}`), &sess); err != nil {
+		t.Fatal(err)
+	}
+	var want []*sessions.Event
+	if err := json.Unmarshal([]byte(events), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, sess.Events, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("imported events (-encoding/json +got):\n%s", diff)
+	}
+	for _, bad := range []string{`5`, `"e"`, `{"id":1}`, `{"timestamp":"x"}`, `{"content":{"parts":[{"text":1}]}}`,
+		`{"actions":{"stateDelta":{"a":1e999}}}`, `{"usageMetadata":{"promptTokenCount":1.5}}`} {
+		status, b := f.do(http.MethodPost, base, `{"events":[{"author":"user"},`+bad+`]}`)
+		if msg := errorBody(t, b); status != http.StatusBadRequest || !strings.Contains(msg, "events[1] is not a valid event.") {
+			t.Errorf("event %s: %d %s", bad, status, b)
+		}
 	}
 }
 

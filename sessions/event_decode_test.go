@@ -32,8 +32,10 @@ func checkUnmarshal(t *testing.T, name, data string) {
 // handDecoded reports whether the decoder takes data itself, without
 // falling back to encoding/json for the whole event.
 func handDecoded(data string) bool {
-	d := eventDecoder{data: data}
-	return d.event(&Event{}) && d.peek() == 0 && d.off == len(data)
+	var d eventDecoder
+	d.Reset([]byte(data))
+	d.event(&Event{})
+	return d.End()
 }
 
 // Every event, in its stored and its wire form and with each field set
@@ -67,8 +69,9 @@ func TestUnmarshalEventMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// oddEvents are inputs the encoders never write: the decoder leaves them
-// to encoding/json, which must give its own result.
+// oddEvents are inputs the encoders never write: the decoder takes some
+// (escaped keys, strings encoding/json repairs) and leaves the others to
+// encoding/json; either way the result must be encoding/json's.
 var oddEvents = []string{
 	``, ` `, `null`, `[]`, `"x"`, `{`, `{}`, ` {"id":"a"} `, `{"id":"a"}x`, `{"id":"a"}{}`, `{"id":"a"}` + "\x00",
 	`{"ID":"a"}`, `{"id":"a","id":"b"}`, `{"id":"a","unknown":[1,{"x":"]"}]}`, `{"id":null}`, `{"id":1}`,

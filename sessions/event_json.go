@@ -3,18 +3,17 @@ package sessions
 import (
 	"encoding/json"
 
-	"google.golang.org/genai"
-
 	"github.com/agentgate/agentgate/internal/jsonenc"
 )
 
 // AppendJSON appends e in ADK's wire form (what MarshalJSON writes) to b.
-// What events mostly hold, ids, flags, text parts and empty actions, is
-// written without reflection; the rest (non-text parts, usage, non-empty
-// action maps, custom metadata) through json.Marshal, member by member, so
-// that the whole is byte for byte what the reflection of the wire form
-// writes (the tests hold it to that, for every field). A streamed answer
-// is one event per delta, and the run logs encode each one.
+// What events mostly hold, ids, flags, contents (jsonenc.AppendContent)
+// and empty actions, is written without reflection; the rest (usage,
+// non-empty action maps, custom metadata) through json.Marshal, member by
+// member, so that the whole is byte for byte what the reflection of the
+// wire form writes (the tests hold it to that, for every field). A
+// streamed answer is one event per delta, and the run logs encode each
+// one.
 func (e *Event) AppendJSON(b []byte) ([]byte, error) { return e.appendJSON(b, false) }
 
 // StoredJSON is e's JSON as a store keeps it: the wire form of AppendJSON
@@ -39,7 +38,7 @@ func (e *Event) appendJSON(b []byte, stored bool) ([]byte, error) {
 	b = appendStringMember(b, `,"branch":`, e.Branch)
 	if e.Content != nil {
 		b = append(b, `,"content":`...)
-		if b, err = appendContent(b, e.Content); err != nil {
+		if b, err = jsonenc.AppendContent(b, e.Content); err != nil {
 			return b, err
 		}
 	}
@@ -136,65 +135,6 @@ func (a *EventActions) appendJSON(b []byte, stored bool) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
-}
-
-// appendContent writes c as genai.Content's JSON: its parts, text ones by
-// hand, and its role.
-func appendContent(b []byte, c *genai.Content) ([]byte, error) {
-	b = append(b, '{')
-	if len(c.Parts) > 0 {
-		b = append(b, `"parts":[`...)
-		for i, p := range c.Parts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendPart(b, p); err != nil {
-				return b, err
-			}
-		}
-		b = append(b, ']')
-		if c.Role != "" {
-			b = append(b, ',')
-		}
-	}
-	if c.Role != "" {
-		b = append(b, `"role":`...)
-		b = jsonenc.AppendString(b, c.Role)
-	}
-	return append(b, '}'), nil
-}
-
-// appendPart writes a part that holds nothing but text (and the thought
-// flag) by hand, any other through json.Marshal.
-func appendPart(b []byte, p *genai.Part) ([]byte, error) {
-	if p == nil {
-		return append(b, "null"...), nil
-	}
-	if !textOnly(p) {
-		return appendMarshalled(b, p)
-	}
-	b = append(b, '{')
-	if p.Text != "" {
-		b = append(b, `"text":`...)
-		b = jsonenc.AppendString(b, p.Text)
-	}
-	if p.Thought {
-		if p.Text != "" {
-			b = append(b, ',')
-		}
-		b = append(b, `"thought":true`...)
-	}
-	return append(b, '}'), nil
-}
-
-// textOnly reports whether p sets no field but Text and Thought. A field
-// genai adds is caught by the tests, which set each field in turn.
-func textOnly(p *genai.Part) bool {
-	return p.MediaResolution == nil && p.CodeExecutionResult == nil && p.ExecutableCode == nil && p.FileData == nil &&
-		p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil && len(p.ThoughtSignature) == 0 &&
-		p.VideoMetadata == nil && p.ToolCall == nil && p.ToolResponse == nil && len(p.PartMetadata) == 0 &&
-		p.AudioTranscription == nil && p.MediaProcessing == "" && p.SpeechMetadata == nil
 }
 
 // appendStringMember writes name and s when s is not empty (omitempty).

@@ -180,3 +180,12 @@ func (r *packReader) string() string {
 	r.b = r.b[n:]
 	return s
 }
+
+// textOnly reports whether p sets no field but Text and Thought. A field
+// genai adds is caught by the tests, which set each field in turn.
+func textOnly(p *genai.Part) bool {
+	return p.MediaResolution == nil && p.CodeExecutionResult == nil && p.ExecutableCode == nil && p.FileData == nil &&
+		p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil && len(p.ThoughtSignature) == 0 &&
+		p.VideoMetadata == nil && p.ToolCall == nil && p.ToolResponse == nil && len(p.PartMetadata) == 0 &&
+		p.AudioTranscription == nil && p.MediaProcessing == "" && p.SpeechMetadata == nil
+}

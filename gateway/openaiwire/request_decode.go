@@ -233,54 +233,7 @@ func (d *wireDecoder) anyMap(m *map[string]any) {
 		d.Fail()
 		return
 	}
-	*m, _ = d.value().(map[string]any)
-}
-
-// value decodes any value as encoding/json decodes it into an any:
-// map[string]any, []any, string, float64, bool or nil.
-func (d *wireDecoder) value() any {
-	switch c := d.Peek(); c {
-	case '{':
-		if !d.Open('{') {
-			return nil
-		}
-		m := map[string]any{}
-		for first := true; d.More('}', first); first = false {
-			key := string(d.Member())
-			m[key] = d.value()
-		}
-		return m
-	case '[':
-		if !d.Open('[') {
-			return nil
-		}
-		a := []any{}
-		for first := true; d.More(']', first); first = false {
-			a = append(a, d.value())
-		}
-		return a
-	case '"':
-		var s string
-		d.str(&s)
-		return s
-	case 't', 'f':
-		var b bool
-		d.bool(&b)
-		return b
-	case 'n':
-		d.Literal("null")
-		return nil
-	}
-	b := d.number()
-	if d.Bad {
-		return nil
-	}
-	v, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		d.Fail()
-		return nil
-	}
-	return v
+	*m, _ = d.Any().(map[string]any)
 }
 
 // stringOrArray is the shape of a member that is a string or an array

@@ -11,6 +11,7 @@
 package jsondec
 
 import (
+	"strconv"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -41,6 +42,19 @@ func (d *Decoder) Reset(data []byte) {
 func (d *Decoder) Fail() {
 	d.Bad = true
 	d.Off = len(d.Data)
+}
+
+// Mark is a place in the document, to read it again from there (Rewind).
+type Mark struct{ off, depth int }
+
+// Mark returns where the decoder is.
+func (d *Decoder) Mark() Mark { return Mark{d.Off, d.depth} }
+
+// Rewind goes back to m and clears Bad: a caller that gave up on a value
+// it read from m reads it again another way (if the document is
+// malformed there, that way fails too).
+func (d *Decoder) Rewind(m Mark) {
+	d.Off, d.depth, d.Bad = m.off, m.depth, false
 }
 
 // End reports whether the document read so far is all there is (white
@@ -113,24 +127,31 @@ func (d *Decoder) More(end byte, first bool) bool {
 // Member reads an object member's key and the ':' after it, and returns
 // the key (unescaped; valid until the next key or string is read).
 func (d *Decoder) Member() []byte {
+	key, _ := d.Key()
+	return key
+}
+
+// Key is Member that also reports whether the key is a slice of Data
+// (it needed no unescaping), which a caller may then keep.
+func (d *Decoder) Key() (key []byte, inData bool) {
 	if d.Peek() != '"' {
 		d.Fail()
-		return nil
+		return nil, false
 	}
 	raw, plain := d.RawString()
 	if d.Peek() != ':' {
 		d.Fail()
-		return nil
+		return nil, false
 	}
 	d.Off++
 	if plain {
-		return raw
+		return raw, true
 	}
-	return d.unquote(raw)
+	return d.Unquote(raw), false
 }
 
 // Field returns the index of key in names (a struct's JSON names, all
-// lower-case ASCII), matched as encoding/json matches: exactly, else
+// ASCII), matched as encoding/json matches: exactly, else
 // case-insensitively with its folding; -1 if none.
 func Field(key []byte, names []string) int {
 	for i, n := range names {
@@ -138,14 +159,19 @@ func Field(key []byte, names []string) int {
 			return i
 		}
 	}
-	fold := false
+	ascii := true
 	for _, c := range key {
-		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
-			fold = true
+		if c >= utf8.RuneSelf {
+			ascii = false
 			break
 		}
 	}
-	if !fold {
+	if ascii {
+		for i, n := range names {
+			if len(n) == len(key) && asciiEqualFold(key, n) {
+				return i
+			}
+		}
 		return -1
 	}
 	var arr [32]byte
@@ -158,17 +184,32 @@ func Field(key []byte, names []string) int {
 	return -1
 }
 
+// asciiEqualFold reports whether key and name (ASCII, of the same length)
+// are equal but for the case of their letters.
+func asciiEqualFold(key []byte, name string) bool {
+	for i := range len(name) {
+		if upper(key[i]) != upper(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// upper upper-cases an ASCII letter.
+func upper(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		c -= 'a' - 'A'
+	}
+	return c
+}
+
 // foldKey appends key folded as encoding/json folds field names: ASCII
 // letters upper-cased, other runes mapped to the least rune of their
 // simple case folding (so "ſ" matches "s", "K" (Kelvin) "k").
 func foldKey(dst, key []byte) []byte {
 	for i := 0; i < len(key); {
-		c := key[i]
-		if c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			dst = append(dst, c)
+		if c := key[i]; c < utf8.RuneSelf {
+			dst = append(dst, upper(c))
 			i++
 			continue
 		}
@@ -189,14 +230,10 @@ func leastFold(r rune) rune {
 }
 
 // upperEquals reports whether folded equals name upper-cased (name is
-// lower-case ASCII, of the same length).
+// ASCII, of the same length).
 func upperEquals(folded []byte, name string) bool {
 	for i := range len(name) {
-		c := name[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if folded[i] != c {
+		if folded[i] != upper(name[i]) {
 			return false
 		}
 	}
@@ -213,11 +250,13 @@ func (d *Decoder) String() ([]byte, bool) {
 	if plain {
 		return raw, true
 	}
-	return d.unquote(raw), true
+	return d.Unquote(raw), true
 }
 
-// unquote unescapes raw into d.buf.
-func (d *Decoder) unquote(raw []byte) []byte {
+// Unquote returns raw, the bytes between a string's quotes as RawString
+// returns them, unescaped (AppendUnquoted) into the decoder's scratch
+// buffer: valid until the next key or string is read.
+func (d *Decoder) Unquote(raw []byte) []byte {
 	if cap(d.buf) < len(raw) {
 		// Escapes only shorten; invalid UTF-8 may lengthen.
 		d.buf = make([]byte, 0, len(raw)+len(raw)/4)
@@ -292,6 +331,47 @@ func (d *Decoder) Skip() {
 		}
 		d.Fail()
 	}
+}
+
+// Any reads the next value as encoding/json reads one into an any:
+// objects as map[string]any, arrays as []any, numbers as float64 (one out
+// of float64's range fails, as encoding/json refuses it), strings copied.
+func (d *Decoder) Any() any {
+	switch c := d.Peek(); c {
+	case '{':
+		m := map[string]any{}
+		d.Open('{')
+		for first := true; d.More('}', first); first = false {
+			k := string(d.Member())
+			m[k] = d.Any()
+		}
+		return m
+	case '[':
+		a := []any{}
+		d.Open('[')
+		for first := true; d.More(']', first); first = false {
+			a = append(a, d.Any())
+		}
+		return a
+	case '"':
+		b, _ := d.String()
+		return string(b)
+	case 't', 'f':
+		v, _ := d.Bool()
+		return v
+	case 'n':
+		d.Literal("null")
+		return nil
+	}
+	n := d.Number()
+	if d.Bad {
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		d.Fail()
+	}
+	return f
 }
 
 // Bool consumes true or false if it is the next value: ok reports that it

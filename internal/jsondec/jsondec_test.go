@@ -2,6 +2,7 @@ package jsondec
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,23 +68,24 @@ func FuzzParseInt(f *testing.F) {
 
 // FuzzField matches any key to a field as encoding/json does.
 func FuzzField(f *testing.F) {
-	for _, s := range []string{"model", "Model", "MODEL", "ſtream", "\u212aey", "key", "stream_options", "streamoptions", "x", ""} {
+	for _, s := range []string{"model", "Model", "MODEL", "ſtream", "\u212aey", "key", "stream_options", "streamoptions", "x", "", "finishreason", "FINISHREASON", "finishReaſon"} {
 		f.Add(s)
 	}
-	names := []string{"model", "stream", "key", "stream_options"}
+	names := []string{"model", "stream", "key", "stream_options", "finishReason"}
 	f.Fuzz(func(t *testing.T, key string) {
 		var v struct {
 			Model         *int `json:"model"`
 			Stream        *int `json:"stream"`
 			Key           *int `json:"key"`
 			StreamOptions *int `json:"stream_options"`
+			FinishReason  *int `json:"finishReason"`
 		}
 		k, _ := json.Marshal(key)
 		if err := json.Unmarshal([]byte(`{`+string(k)+`:1}`), &v); err != nil {
 			t.Fatal(err)
 		}
 		want := -1
-		for i, p := range []*int{v.Model, v.Stream, v.Key, v.StreamOptions} {
+		for i, p := range []*int{v.Model, v.Stream, v.Key, v.StreamOptions, v.FinishReason} {
 			if p != nil {
 				want = i
 			}
@@ -93,6 +95,25 @@ func FuzzField(f *testing.F) {
 		b, _ := d.String()
 		if got := Field(b, names); got != want {
 			t.Fatalf("Field(%q) = %d, encoding/json chose %d", key, got, want)
+		}
+	})
+}
+
+// FuzzAny reads any document into an any as encoding/json does.
+func FuzzAny(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\n"],"b":{}}`, `[]`, `"\ud800"`, `1e999`, `{"a":1,"a":[2]}`,
+		`{"A":1,"a":2}`, `[1,]`, `nul`, `{"k\u00e9y":"v"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d Decoder
+		d.Reset(data)
+		got := d.Any()
+		ok := d.End()
+		var want any
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || (ok && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("Any(%q) = %#v, %v; encoding/json %#v, %v", data, got, ok, want, err)
 		}
 	})
 }

@@ -3,11 +3,10 @@ package gemini
 import (
 	"encoding/base64"
 	"reflect"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/internal/jsondec"
 )
 
 // A decoder for the chunks Gemini sends, in one pass over the bytes and
@@ -24,29 +23,21 @@ import (
 //
 //   - a member of a genai type that it does not decode (inline data,
 //     executable code, a function response, safety ratings, an error's
-//     details, ...), or a key that matches one only as encoding/json's
-//     case-insensitive matching would, or a key that is escaped or not
-//     ASCII; unknown keys are skipped, as encoding/json skips them;
+//     details, ...); unknown keys are skipped, as encoding/json skips them,
+//     and keys are matched as encoding/json matches them (jsondec.Field);
 //   - a repeated member, a null, a value of another type than its field's,
-//     an integer that is not an int32, a number or string an `any` cannot
-//     hold as encoding/json would give it (a float out of range, a lone
-//     surrogate, invalid UTF-8);
-//   - malformed JSON (encoding/json then gives its own error) and nesting
-//     deeper than maxDepth.
-
-// maxDepth is the nesting the fast path follows; deeper documents go to
-// encoding/json (whose own limit is 10000).
-const maxDepth = 200
+//     an integer that is not an int32;
+//   - malformed JSON (encoding/json then gives its own error).
+//
+// It reads with internal/jsondec, which checks the syntax and unescapes
+// strings (invalid UTF-8 and lone surrogates replaced) as encoding/json
+// does.
 
 // chunkDecoder is the fast path's state over one document. last is the
 // previous chunk's model version, reused instead of an equal new string.
 type chunkDecoder struct {
-	data  []byte
-	off   int
-	depth int
-	last  string
-	// buf holds a string being unescaped.
-	buf []byte
+	jsondec.Decoder
+	last string
 	// blk is the current chunk's block; freeContent and freePart are its
 	// content and part until the first candidate and part take them.
 	blk         *chunkBlock
@@ -70,16 +61,11 @@ type chunkBlock struct {
 // could; when it could not, the response is zero again, for encoding/json
 // to decode into.
 func (d *chunkDecoder) decode(data []byte) (*wireResponse, bool) {
-	d.data, d.off, d.depth = data, 0, 0
+	d.Reset(data)
 	d.blk = new(chunkBlock)
 	d.freeContent, d.freePart = &d.blk.content, &d.blk.part
 	w := &d.blk.w
-	ok := d.response(w)
-	if ok {
-		d.ws()
-		ok = d.off == len(data)
-	}
-	if !ok {
+	if !d.response(w) || !d.End() {
 		*w = wireResponse{}
 		return w, false
 	}
@@ -259,9 +245,8 @@ func (d *chunkDecoder) functionCall(fc *genai.FunctionCall) bool {
 		case "name":
 			return d.stringInto(&fc.Name)
 		case "args":
-			m, ok := d.anyValue()
-			fc.Args, _ = m.(map[string]any)
-			return ok && fc.Args != nil
+			fc.Args, _ = d.Any().(map[string]any)
+			return !d.Bad && fc.Args != nil
 		}
 		return false
 	})
@@ -361,219 +346,52 @@ func nonNil[T any](s *[]T) bool {
 	return true
 }
 
-// ws skips white space and returns the next byte, 0 at the end.
-func (d *chunkDecoder) ws() byte {
-	for d.off < len(d.data) {
-		switch c := d.data[d.off]; c {
-		case ' ', '\t', '\n', '\r':
-			d.off++
-		default:
-			return c
-		}
-	}
-	return 0
-}
-
-// members reads the object that is the next value, calling member with
-// each key (unescaped, valid until the next string is read) to read its
-// value.
-func (d *chunkDecoder) members(member func(key []byte) bool) bool {
-	return d.list('{', '}', func() bool {
-		key, ok := d.stringValue()
-		if !ok || d.ws() != ':' {
-			return false
-		}
-		d.off++
-		return member(key)
-	})
-}
-
 // object reads the object that is the next value into a struct whose
-// JSON names are fields: member is called with each key that is exactly
-// one of them, to read its value, and returns whether it could. Other keys
-// are skipped, unless encoding/json would match them to one of fields all
-// the same (case-insensitively); a key given twice is given up on.
+// JSON names are fields: member is called with each key that matches one
+// of them (as encoding/json matches), to read its value, and returns
+// whether it could. Other keys are skipped; a member given twice is given
+// up on.
 func (d *chunkDecoder) object(fields []string, member func(key string) bool) bool {
-	var seen uint64
-	return d.members(func(key []byte) bool {
-		switch i := fieldIndex(key, fields); {
-		case i >= 0:
-			if i >= 64 || seen&(1<<i) != 0 {
-				return false
-			}
-			seen |= 1 << i
-			return member(fields[i])
-		case i == -1:
-			return d.skip()
-		}
+	if !d.Open('{') {
+		d.Fail()
 		return false
-	})
-}
-
-// fieldIndex returns the index of key in fields if it is exactly one of
-// them, -2 if encoding/json might match it to one otherwise (it folds case,
-// ſ and K (Kelvin) included), and -1 if it is none.
-func fieldIndex(key []byte, fields []string) int {
-	for i, f := range fields {
-		if string(key) == f {
-			return i
+	}
+	var seen uint64
+	for first := true; d.More('}', first); first = false {
+		switch i := jsondec.Field(d.Member(), fields); {
+		case i < 0:
+			d.Skip()
+		case i >= 64 || seen&(1<<i) != 0 || !member(fields[i]):
+			d.Fail()
+		default:
+			seen |= 1 << i
 		}
 	}
-	for _, c := range key {
-		if c >= utf8.RuneSelf {
-			return -2
-		}
-	}
-	for _, f := range fields {
-		if len(f) == len(key) && asciiEqualFold(f, key) {
-			return -2
-		}
-	}
-	return -1
-}
-
-func asciiEqualFold(s string, b []byte) bool {
-	for i := range len(b) {
-		x, y := s[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return !d.Bad
 }
 
 // array reads the array that is the next value, calling elem for each
 // element.
-func (d *chunkDecoder) array(elem func() bool) bool { return d.list('[', ']', elem) }
-
-// list reads the array or object (start and end its brackets) that is the
-// next value, calling elem for each element or member.
-func (d *chunkDecoder) list(start, end byte, elem func() bool) bool {
-	if d.ws() != start || d.depth >= maxDepth {
+func (d *chunkDecoder) array(elem func() bool) bool {
+	if !d.Open('[') {
+		d.Fail()
 		return false
 	}
-	d.off++
-	d.depth++
-	for first := true; ; first = false {
-		c := d.ws()
-		if c == end && first {
-			break
-		}
-		if !first {
-			if c != ',' {
-				if c != end {
-					return false
-				}
-				break
-			}
-			d.off++
-		}
+	for first := true; d.More(']', first); first = false {
 		if !elem() {
-			return false
+			d.Fail()
 		}
 	}
-	d.off++
-	d.depth--
-	return true
-}
-
-// skip reads a value of any kind, checking that it is well-formed.
-func (d *chunkDecoder) skip() bool {
-	switch c := d.ws(); c {
-	case '{':
-		return d.members(func([]byte) bool { return d.skip() })
-	case '[':
-		return d.array(d.skip)
-	case '"':
-		_, _, ok := d.rawString()
-		return ok
-	case 't':
-		return d.literal("true")
-	case 'f':
-		return d.literal("false")
-	case 'n':
-		return d.literal("null")
-	}
-	_, ok := d.number()
-	return ok
-}
-
-func (d *chunkDecoder) literal(s string) bool {
-	if len(d.data)-d.off < len(s) || string(d.data[d.off:d.off+len(s)]) != s {
-		return false
-	}
-	d.off += len(s)
-	return true
-}
-
-// number reads a number and returns its text.
-func (d *chunkDecoder) number() ([]byte, bool) {
-	start, i, data := d.off, d.off, d.data
-	digits := func() bool {
-		j := i
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-		}
-		return i > j
-	}
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(data) && data[i] == '0':
-		i++
-	case !digits():
-		return nil, false
-	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		if !digits() {
-			return nil, false
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if !digits() {
-			return nil, false
-		}
-	}
-	d.off = i
-	return data[start:i], true
+	return !d.Bad
 }
 
 // int32Into reads an integer that fits an int32 into v.
 func (d *chunkDecoder) int32Into(v *int32) bool {
-	if c := d.ws(); c != '-' && (c < '0' || c > '9') {
+	if c := d.Peek(); c != '-' && (c < '0' || c > '9') {
 		return false
 	}
-	s, ok := d.number()
-	if !ok || len(s) > 11 {
-		return false
-	}
-	neg := s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	var n int64
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false // a fraction or an exponent
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	if n != int64(int32(n)) {
+	n, ok := jsondec.ParseInt(d.Number())
+	if !ok || n != int64(int32(n)) {
 		return false
 	}
 	*v = int32(n)
@@ -581,15 +399,9 @@ func (d *chunkDecoder) int32Into(v *int32) bool {
 }
 
 func (d *chunkDecoder) boolInto(v *bool) bool {
-	switch d.ws() {
-	case 't':
-		*v = true
-		return d.literal("true")
-	case 'f':
-		*v = false
-		return d.literal("false")
-	}
-	return false
+	b, ok := d.Bool()
+	*v = b
+	return ok && !d.Bad
 }
 
 // stringInto reads a string into v.
@@ -602,170 +414,10 @@ func (d *chunkDecoder) stringInto(v *string) bool {
 }
 
 // stringValue reads a string and returns it unescaped (valid until the
-// next string; a non-nil empty slice for ""). It gives up on invalid UTF-8
-// and lone surrogates, which encoding/json replaces.
+// next string; a non-nil empty slice for "").
 func (d *chunkDecoder) stringValue() ([]byte, bool) {
-	if d.ws() != '"' {
+	if d.Peek() != '"' {
 		return nil, false
 	}
-	raw, plain, ok := d.rawString()
-	switch {
-	case !ok:
-		return nil, false
-	case plain:
-		return raw, true
-	}
-	return d.unescape(raw)
-}
-
-// rawString reads the string the next byte starts and returns what is
-// between its quotes, and whether that is ASCII or valid UTF-8 without
-// escapes (plain). It checks the escapes; control characters are malformed.
-func (d *chunkDecoder) rawString() (raw []byte, plain, ok bool) {
-	start := d.off + 1
-	plain, ascii := true, true
-	for i := start; i < len(d.data); i++ {
-		switch c := d.data[i]; {
-		case c == '"':
-			d.off = i + 1
-			raw = d.data[start:i]
-			if plain && !ascii {
-				plain = utf8.Valid(raw)
-			}
-			return raw, plain, true
-		case c == '\\':
-			plain = false
-			i++
-			if i >= len(d.data) {
-				return nil, false, false
-			}
-			switch d.data[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(d.data) {
-					return nil, false, false
-				}
-				for _, h := range d.data[i+1 : i+5] {
-					if hexValue(h) < 0 {
-						return nil, false, false
-					}
-				}
-				i += 4
-			default:
-				return nil, false, false
-			}
-		case c < 0x20:
-			return nil, false, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return nil, false, false
-}
-
-func hexValue(c byte) rune {
-	switch {
-	case '0' <= c && c <= '9':
-		return rune(c - '0')
-	case 'a' <= c && c <= 'f':
-		return rune(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return rune(c - 'A' + 10)
-	}
-	return -1
-}
-
-// unescape returns raw (checked by rawString) unescaped in d.buf.
-func (d *chunkDecoder) unescape(raw []byte) ([]byte, bool) {
-	b := d.buf[:0]
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' {
-				j++
-			}
-			if !utf8.Valid(raw[i:j]) {
-				return nil, false
-			}
-			b = append(b, raw[i:j]...)
-			i = j
-			continue
-		}
-		switch e := raw[i+1]; e {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r := hex4(raw[i+2:])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
-					return nil, false
-				}
-				r = utf16.DecodeRune(r, hex4(raw[i+2:]))
-				if r == utf8.RuneError {
-					return nil, false
-				}
-				i += 6
-			}
-			b = utf8.AppendRune(b, r)
-			continue
-		default: // " \ /
-			b = append(b, e)
-		}
-		i += 2
-	}
-	d.buf = b
-	return b, true
-}
-
-func hex4(h []byte) rune {
-	return hexValue(h[0])<<12 | hexValue(h[1])<<8 | hexValue(h[2])<<4 | hexValue(h[3])
-}
-
-// anyValue reads a value as encoding/json reads it into an `any`: objects
-// as map[string]any, arrays as []any, numbers as float64.
-func (d *chunkDecoder) anyValue() (any, bool) {
-	switch c := d.ws(); c {
-	case '{':
-		m := map[string]any{}
-		ok := d.members(func(key []byte) bool {
-			k := string(key)
-			v, ok := d.anyValue()
-			m[k] = v
-			return ok
-		})
-		return m, ok
-	case '[':
-		a := []any{}
-		ok := d.array(func() bool {
-			v, ok := d.anyValue()
-			a = append(a, v)
-			return ok
-		})
-		return a, ok
-	case '"':
-		s, ok := d.stringValue()
-		return string(s), ok
-	case 't':
-		return true, d.literal("true")
-	case 'f':
-		return false, d.literal("false")
-	case 'n':
-		return nil, d.literal("null")
-	}
-	s, ok := d.number()
-	if !ok {
-		return nil, false
-	}
-	f, err := strconv.ParseFloat(string(s), 64)
-	return f, err == nil
+	return d.String()
 }

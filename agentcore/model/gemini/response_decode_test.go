@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentgate/agentgate/internal/jsondec"
 )
 
 // stdChunk is decodeChunk as it was before the hand decoder: encoding/json
@@ -44,6 +46,14 @@ var fastChunks = []string{
 	`{}`,
 	" \r\n\t{ \"candidates\" : [ { \"content\" : { \"parts\" : [ { \"text\" : \"w\" } ] } } ] } \n",
 	`{"te\u0078t":1,"candidates":[{"content":{"parts":[{"te\u0078t":"escaped key"}]}}]}`,
+	// Keys encoding/json matches case-insensitively (jsondec.Field).
+	`{"Candidates":[{"content":{"parts":[{"text":"x"}]}}]}`,
+	`{"candidates":[{"CONTENT":{"parts":[{"TEXT":"x"}]},"finishreason":"STOP"}],"modelversion":"m"}`,
+	`{"candidates":[{"content":{"parts":[{"teſt":"long s","text":"x"}]}}],"usageMetadata":{"promptTo\u212aenCount":1}}`,
+	// Strings encoding/json repairs (jsondec.String).
+	`{"candidates":[{"content":{"parts":[{"text":"lone \ud800 and \udc00 and \ud800\u0041 end \ud800"}]}}]}`,
+	"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"bad \xff\xfe utf8 \xed\xa0\x80 \xc3 ok\"}]}}],\"modelVersion\":\"\xf0\x9f\x98\"}",
+	"{\"x\xff\":1,\"candidates\":[]}",
 }
 
 // slowChunks are left to encoding/json, and must come out the same.
@@ -54,10 +64,6 @@ var slowChunks = []string{
 	`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"LOW"}]}}`,
 	`{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"13s"}]}}`,
 	`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1},"willContinue":true}}]}}]}`,
-	// Keys encoding/json matches case-insensitively.
-	`{"Candidates":[{"content":{"parts":[{"text":"x"}]}}]}`,
-	`{"candidates":[{"CONTENT":{"parts":[{"TEXT":"x"}]},"finishreason":"STOP"}],"modelversion":"m"}`,
-	`{"candidates":[{"content":{"parts":[{"teſt":"long s","text":"x"}]}}],"usageMetadata":{"promptTo\u212aenCount":1}}`,
 	// Repeated members, nulls, values of other types.
 	`{"modelVersion":"a","modelVersion":"b"}`,
 	`{"candidates":[{"content":{"parts":[{"text":"x"}]}}],"candidates":[{"finishReason":"STOP"}]}`,
@@ -72,10 +78,6 @@ var slowChunks = []string{
 	`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"big":1e400,"dup":1,"dup":2}}}]}}]}`,
 	`{"error":{"code":1e3,"message":["x"]}}`,
 	`{"error":"plain"}`,
-	// Strings encoding/json repairs.
-	`{"candidates":[{"content":{"parts":[{"text":"lone \ud800 and \udc00 and \ud800\u0041 end \ud800"}]}}]}`,
-	"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"bad \xff\xfe utf8 \xed\xa0\x80 \xc3 ok\"}]}}],\"modelVersion\":\"\xf0\x9f\x98\"}",
-	"{\"x\xff\":1,\"candidates\":[]}",
 	// Not an object, malformed, too deep.
 	`[]`, `"x"`, `null`, `true`, `12`, `[{"candidates":[]}]`,
 	``, ` `, `{`, `}`, `{"modelVersion":"m"`, `{"modelVersion":"m",}`, `{"candidates":[1,]}`, `{"modelVersion" "m"}`, `{modelVersion:"m"}`,
@@ -83,7 +85,7 @@ var slowChunks = []string{
 	`{"a":1e}`, `{"a":.5}`, `{"a":+1}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12g4"}`, "{\"a\":\"tab\there\"}", `{"a":"unterminated}`,
 	`{"a":[}`, `{"a":{]}`, `{"a" : }`, `data: {"modelVersion":"m"}`, `<html>ok</html>`, `{"error":}`,
 	`{"candidates":[{"content":{"parts":[{"text":"x"},]}}]}`, `{"candidates":[{"content":{"parts":[{"text":"x"}}]}}]}`,
-	`{"x":` + strings.Repeat(`[`, maxDepth) + strings.Repeat(`]`, maxDepth) + `,"modelVersion":"deep"}`,
+	`{"x":` + strings.Repeat(`[`, jsondec.MaxDepth) + strings.Repeat(`]`, jsondec.MaxDepth) + `,"modelVersion":"deep"}`,
 	`{"x":` + strings.Repeat(`{"a":`, 10001) + `1` + strings.Repeat(`}`, 10001) + `}`,
 }
 
