@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -144,50 +145,65 @@ var (
 // deltaRows reads the rows of the per-delta table, keyed by scenario,
 // sessions, load and path, each to its figures.
 func deltaRows(report string) map[string][]string {
-	_, table, _ := strings.Cut(report, "Per delta (streamed turns):")
-	table, _, _ = strings.Cut(table, "Against the floor:")
-	out := map[string][]string{}
-	for _, line := range strings.Split(table, "\n") {
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if !strings.HasPrefix(line, "| ") || len(cells) != 9 || cells[0] == "scenario" {
-			continue
-		}
-		out[strings.Join(cells[:4], " | ")] = cells[4:]
-	}
-	return out
+	return tableRows(report, "Per delta (streamed turns):", 4, 9)
 }
 
 // ratioRows reads the rows of the ratios table, keyed by scenario,
 // sessions and measure, each to its cells: agentgate, proxy, ratio, target
 // and verdict.
 func ratioRows(report string) map[string][]string {
-	_, table, _ := strings.Cut(report, "Against the floor:")
+	return tableRows(report, "Against the floor:", 3, 8)
+}
+
+// tableRows reads the rows of cols cells of the table introduced by
+// intro, keyed by their first key cells (joined by " | "), each to the
+// others.
+func tableRows(report, intro string, key, cols int) map[string][]string {
+	_, table, _ := strings.Cut(report, intro)
 	out := map[string][]string{}
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if !strings.HasPrefix(line, "| ") || len(cells) != 8 || cells[0] == "scenario" {
+		if line == "" && len(out) > 0 {
+			break // the table's end
+		}
+		if !strings.HasPrefix(line, "| ") || len(cells) != cols || cells[0] == "scenario" {
 			continue
 		}
-		out[strings.Join(cells[:3], " | ")] = cells[3:]
+		out[strings.Join(cells[:key], " | ")] = cells[key:]
 	}
 	return out
+}
+
+// micros is v in microseconds.
+func micros(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Microsecond
+	}
+	return out
+}
+
+// checkRows checks the rows, below its header, of the one table that write
+// writes.
+func checkRows(t *testing.T, write func(io.Writer), want []string) {
+	t.Helper()
+	var b strings.Builder
+	write(&b)
+	_, table, _ := strings.Cut(b.String(), "|---|")
+	got := strings.Split(strings.TrimSpace(table), "\n")[1:]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s\nreport:\n%s", diff, b.String())
+	}
 }
 
 // The ratios to the floor, from figures whose outcome is known: added
 // latency against the proxy's, CPU per turn against its, each met or not,
 // and no ratio where the proxy's figure is 0.
 func TestRatioReport(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		out := make([]time.Duration, len(v))
-		for i, x := range v {
-			out[i] = time.Duration(x) * time.Microsecond
-		}
-		return out
-	}
 	// p50 is the 1st of 2 samples, p99 the 2nd.
-	direct := Result{N: 2, Lat: ms(1000, 2000)}
-	floor := Result{N: 2, Lat: ms(1100, 2200)} // adds 100 and 200
-	via := Result{N: 2, Lat: ms(1120, 2500)}   // adds 120 (1.20x) and 500 (2.50x)
+	direct := Result{N: 2, Lat: micros(1000, 2000)}
+	floor := Result{N: 2, Lat: micros(1100, 2200)} // adds 100 and 200
+	via := Result{N: 2, Lat: micros(1120, 2500)}   // adds 120 (1.20x) and 500 (2.50x)
 	r := &report{rows: []row{{Scenario: scenarios[0], Setup: "memory", Rate: 100,
 		phase: phase{Direct: direct, Via: Result{N: 4, Errors: 2}, Floor: &Result{N: 2}, CPU: 8 * time.Millisecond, FloorCPU: 0},
 		C1:    &phase{Direct: direct, Via: via, Floor: &floor, CPU: 3 * time.Millisecond, FloorCPU: 2 * time.Millisecond}},
@@ -197,13 +213,11 @@ func TestRatioReport(t *testing.T) {
 		// agentgate), not the whole turn's, which here would read as
 		// not measured (the proxy's turns faster than direct).
 		{Scenario: scenarios[1], Setup: "memory", Rate: 20,
-			C1: &phase{Direct: Result{N: 2, Lat: ms(110000, 112000), Delta: ms(40, 60)},
-				Via:   Result{N: 2, Lat: ms(111000, 113000), Delta: ms(100, 300)},
-				Floor: &Result{N: 2, Lat: ms(109000, 111000), Delta: ms(90, 160)}, CPU: 2 * time.Millisecond, FloorCPU: 2 * time.Millisecond}},
+			C1: &phase{Direct: Result{N: 2, Lat: micros(110000, 112000), Delta: micros(40, 60)},
+				Via:   Result{N: 2, Lat: micros(111000, 113000), Delta: micros(100, 300)},
+				Floor: &Result{N: 2, Lat: micros(109000, 111000), Delta: micros(90, 160)}, CPU: 2 * time.Millisecond, FloorCPU: 2 * time.Millisecond}},
 	}}
-	var b strings.Builder
-	r.writeRatios(&b)
-	want := []string{
+	checkRows(t, r.writeRatios, []string{
 		"| non-streaming pass-through | memory | added latency p50, c=1 | +120 | +100 | 1.20x | ≤ 1.25x | met |",
 		"| non-streaming pass-through | memory | added latency p99, c=1 | +500 | +200 | 2.50x | ≤ 2x | **not met** |",
 		"| non-streaming pass-through | memory | CPU per turn, c=1 | 1.500 | 1.000 | 1.50x | ≤ 1.5x | met |",
@@ -212,46 +226,27 @@ func TestRatioReport(t *testing.T) {
 		"| streaming pass-through | memory | added latency per delta p99, c=1 | +240 | +100 | 2.40x | ≤ 2x | **not met** |",
 		"| streaming pass-through | memory | CPU per turn, c=1 | 1.000 | 1.000 | 1.00x | ≤ 1.5x | met |",
 		"| streaming pass-through | memory | CPU per turn, at 20/s | 0.000 | 0.000 | – | ≤ 1.5x | not measured |",
-	}
-	_, table, _ := strings.Cut(b.String(), "|---|")
-	got := strings.Split(strings.TrimSpace(table), "\n")[1:]
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ratio rows (-want +got):\n%s\nreport:\n%s", diff, b.String())
-	}
+	})
 }
 
 // The per-delta table, from figures whose outcome is known: a row per
 // path of each streamed scenario, at its rate and at c=1, with what each
 // path adds over direct; nothing for a non-streamed scenario.
 func TestDeltaReport(t *testing.T) {
-	us := func(v ...int) []time.Duration {
-		out := make([]time.Duration, len(v))
-		for i, x := range v {
-			out[i] = time.Duration(x) * time.Microsecond
-		}
-		return out
-	}
 	r := &report{rows: []row{
-		{Scenario: scenarios[0], Setup: "memory", Rate: 100, phase: phase{Direct: Result{N: 1, Lat: us(1000)}, Via: Result{N: 1, Lat: us(1200)}}},
+		{Scenario: scenarios[0], Setup: "memory", Rate: 100, phase: phase{Direct: Result{N: 1, Lat: micros(1000)}, Via: Result{N: 1, Lat: micros(1200)}}},
 		{Scenario: scenarios[1], Setup: "redis", Rate: 20,
-			phase: phase{Direct: Result{N: 2, Delta: us(30, 50)}, Via: Result{N: 2, Delta: us(130, 170)}},
-			C1: &phase{Direct: Result{N: 2, Delta: us(40, 60)}, Via: Result{N: 2, Delta: us(100, 300)},
-				Floor: &Result{N: 2, Delta: us(90, 160)}}},
+			phase: phase{Direct: Result{N: 2, Delta: micros(30, 50)}, Via: Result{N: 2, Delta: micros(130, 170)}},
+			C1: &phase{Direct: Result{N: 2, Delta: micros(40, 60)}, Via: Result{N: 2, Delta: micros(100, 300)},
+				Floor: &Result{N: 2, Delta: micros(90, 160)}}},
 	}}
-	var b strings.Builder
-	r.writeDeltas(&b)
-	want := []string{
+	checkRows(t, r.writeDeltas, []string{
 		"| streaming pass-through | redis | 20/s | direct | 30 | 50 | 50 | – | – |",
 		"| streaming pass-through | redis | 20/s | agentgate | 130 | 170 | 170 | +100 | +120 |",
 		"| streaming pass-through | redis | c=1 | direct | 40 | 60 | 60 | – | – |",
 		"| streaming pass-through | redis | c=1 | net/http proxy | 90 | 160 | 160 | +50 | +100 |",
 		"| streaming pass-through | redis | c=1 | agentgate | 100 | 300 | 300 | +60 | +240 |",
-	}
-	_, table, _ := strings.Cut(b.String(), "|---|")
-	got := strings.Split(strings.TrimSpace(table), "\n")[1:]
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("per-delta rows (-want +got):\n%s\nreport:\n%s", diff, b.String())
-	}
+	})
 }
 
 // readStream gives each stamped delta's age from its stamp to its read:
