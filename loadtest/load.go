@@ -40,7 +40,12 @@ var scenarios = []Scenario{
 // Sample is one measured turn.
 type Sample struct {
 	Lat, TTFT time.Duration
-	Err       error
+	// Delta is the median, over the turn's streamed content deltas, of the
+	// time from the mock upstream's write of a delta to the client's read
+	// of it; Deltas is how many there were (0: not a streamed turn).
+	Delta  time.Duration
+	Deltas int
+	Err    error
 }
 
 // Result summarises one phase.
@@ -49,6 +54,8 @@ type Result struct {
 	FirstErr  error
 	Elapsed   time.Duration   // how long the turns took to start
 	Lat, TTFT []time.Duration // sorted
+	// Delta is the streamed turns' Sample.Delta, sorted.
+	Delta []time.Duration
 }
 
 // Throughput is turns completed without error per second of schedule.
@@ -69,8 +76,10 @@ func (r *Result) add(o Result) {
 	r.Elapsed += o.Elapsed
 	r.Lat = append(r.Lat, o.Lat...)
 	r.TTFT = append(r.TTFT, o.TTFT...)
+	r.Delta = append(r.Delta, o.Delta...)
 	slices.Sort(r.Lat)
 	slices.Sort(r.TTFT)
+	slices.Sort(r.Delta)
 }
 
 // Pct returns the p-th percentile (0-100) of sorted durations.
@@ -137,9 +146,13 @@ func summarize(samples []Sample, elapsed time.Duration) Result {
 		if s.TTFT > 0 {
 			r.TTFT = append(r.TTFT, s.TTFT)
 		}
+		if s.Deltas > 0 {
+			r.Delta = append(r.Delta, s.Delta)
+		}
 	}
 	slices.Sort(r.Lat)
 	slices.Sort(r.TTFT)
+	slices.Sort(r.Delta)
 	return r
 }
 
@@ -158,9 +171,10 @@ func newClient() *Client {
 }
 
 // call posts one chat completion and reads it whole. For a stream it
-// returns the time to the first non-empty content delta (0 if none) and
+// returns the time to the first non-empty content delta (0 if none),
+// appends the age of each stamped delta to ages (see readStream), and
 // fails on an error frame or a stream without [DONE].
-func (c *Client) call(ctx context.Context, url string, body []byte, session string, stream bool) (time.Duration, error) {
+func (c *Client) call(ctx context.Context, url string, body []byte, session string, stream bool, ages *[]time.Duration) (time.Duration, error) {
 	start := time.Now()
 	resp, err := c.post(ctx, url, body, session)
 	if err != nil {
@@ -172,7 +186,7 @@ func (c *Client) call(ctx context.Context, url string, body []byte, session stri
 		return 0, err
 	}
 	var ttft time.Duration
-	err = readStream(resp.Body, func() { ttft = time.Since(start) })
+	err = readStream(resp.Body, func() { ttft = time.Since(start) }, ages)
 	return ttft, err
 }
 
@@ -203,11 +217,20 @@ func (c *Client) post(ctx context.Context, url string, body []byte, session stri
 // may pass an event on in pieces), and calls firstContent at the first
 // non-empty content delta. An error frame, or an end without [DONE], is an
 // error.
-func readStream(r io.Reader, firstContent func()) error {
+//
+// When ages is not nil, it appends, for each send time the mock upstream
+// stamped into a content delta (stampedWord), the time from that stamp to
+// the read of the line that carries it. A stamp no later than one already
+// read (a path that repeats text it has passed on) is not counted again.
+func readStream(r io.Reader, firstContent func(), ages *[]time.Duration) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	seen := false
+	var last time.Duration
 	for sc.Scan() {
+		if ages != nil {
+			last = readStamps(sc.Bytes(), time.Since(epoch), last, ages)
+		}
 		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
 		switch {
 		case !ok:
@@ -225,6 +248,44 @@ func readStream(r io.Reader, firstContent func()) error {
 		return err
 	}
 	return errors.New("stream ended without [DONE]")
+}
+
+// readStamps appends to ages now minus each stamp in line later than last,
+// and returns the latest stamp read.
+func readStamps(line []byte, now, last time.Duration, ages *[]time.Duration) time.Duration {
+	for {
+		i := bytes.IndexByte(line, stampMark)
+		if i < 0 {
+			return last
+		}
+		line = line[i+1:]
+		if len(line) < stampDigits {
+			return last
+		}
+		var ns int64
+		digits := true
+		for _, c := range line[:stampDigits] {
+			if c < '0' || c > '9' {
+				digits = false
+				break
+			}
+			ns = ns*10 + int64(c-'0')
+		}
+		if !digits {
+			continue
+		}
+		line = line[stampDigits:]
+		if t := time.Duration(ns); t > last {
+			*ages = append(*ages, now-t)
+			last = t
+		}
+	}
+}
+
+// medianAge is the Sample fields of a turn's delta ages.
+func medianAge(ages []time.Duration) (median time.Duration, n int) {
+	slices.Sort(ages)
+	return Pct(ages, 50), len(ages)
 }
 
 var contentKey = []byte(`"content":"`)
@@ -254,6 +315,7 @@ func toolResultBody(model string, stream bool) []byte {
 func (c *Client) direct(ctx context.Context, upstream string, sc Scenario) Sample {
 	start := time.Now()
 	var ttft time.Duration
+	var ages []time.Duration
 	for j, m := range sc.Direct {
 		stream := sc.Stream && !slices.Contains(sc.Whole, m)
 		body := userBody(m, stream)
@@ -261,7 +323,7 @@ func (c *Client) direct(ctx context.Context, upstream string, sc Scenario) Sampl
 			body = toolResultBody(m, stream)
 		}
 		callStart := time.Now()
-		t, err := c.call(ctx, upstream+"/chat/completions", body, "", stream)
+		t, err := c.call(ctx, upstream+"/chat/completions", body, "", stream, &ages)
 		if err != nil {
 			return Sample{Err: err}
 		}
@@ -269,19 +331,27 @@ func (c *Client) direct(ctx context.Context, upstream string, sc Scenario) Sampl
 			ttft = callStart.Sub(start) + t
 		}
 	}
-	return Sample{Lat: time.Since(start), TTFT: ttft}
+	s := Sample{Lat: time.Since(start), TTFT: ttft}
+	s.Delta, s.Deltas = medianAge(ages)
+	return s
 }
 
 // viaGateway sends a scenario's turn to the gateway, on session (empty:
 // stateless).
 func (c *Client) viaGateway(ctx context.Context, base string, sc Scenario, session string) Sample {
 	start := time.Now()
-	t, err := c.call(ctx, base+"/v1/chat/completions", userBody(sc.Model, sc.Stream), session, sc.Stream)
+	var ages []time.Duration
+	t, err := c.call(ctx, base+"/v1/chat/completions", userBody(sc.Model, sc.Stream), session, sc.Stream, &ages)
 	if err != nil {
 		return Sample{Err: err}
 	}
 	if sc.Stream && t == 0 {
 		return Sample{Err: errors.New("stream without content")}
 	}
-	return Sample{Lat: time.Since(start), TTFT: t}
+	if sc.Stream && len(ages) == 0 {
+		return Sample{Err: errors.New("stream without the upstream's send times in its deltas")}
+	}
+	s := Sample{Lat: time.Since(start), TTFT: t}
+	s.Delta, s.Deltas = medianAge(ages)
+	return s
 }

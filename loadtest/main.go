@@ -465,7 +465,7 @@ func (c *Client) holdOne(ctx context.Context, base, session string, firstContent
 		return err
 	}
 	defer resp.Body.Close()
-	return readStream(resp.Body, firstContent)
+	return readStream(resp.Body, firstContent, nil)
 }
 
 // machine describes where the figures come from.

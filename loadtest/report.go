@@ -99,6 +99,57 @@ func (r *report) writeFloor(w io.Writer) {
 	rtt(w, "Under both, one TCP round trip between two processes (a line the floor proxy echoes)", r.tcpRTT)
 }
 
+// writeDeltas gives, for the streamed scenarios, what each path adds to
+// every delta: a turn's figure is the median, over its content deltas, of
+// the time from the mock upstream's write of the delta to the client's read
+// of it; the table gives that figure's percentiles over turns, at the
+// scenario's rate and one turn at a time, and each path's minus direct's.
+// Unlike the whole turn's latency, it leaves out the mock's own timer
+// jitter between deltas, larger than what a hop adds.
+func (r *report) writeDeltas(w io.Writer) {
+	var rows []row
+	for _, x := range r.rows {
+		if x.Scenario.Stream {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	table(w, 4, "Per delta (streamed turns): each turn's median, over its content deltas, of the time from the\n"+
+		"mock upstream's write of a delta to the client's read of it; its percentiles over turns, and\n"+
+		"added: the path's minus direct's (in µs):",
+		"scenario", "sessions", "load", "path", "p50", "p90", "p99", "added p50", "added p99")
+	for _, x := range rows {
+		phases := []struct {
+			load string
+			ph   *phase
+		}{{fmt.Sprintf("%d/s", x.Rate), &x.phase}, {"c=1", x.C1}}
+		for _, p := range phases {
+			if p.ph == nil {
+				continue
+			}
+			d := p.ph.Direct.Delta
+			paths := []struct {
+				name string
+				res  *Result
+			}{{"direct", &p.ph.Direct}, {"net/http proxy", p.ph.Floor}, {"agentgate", &p.ph.Via}}
+			for _, path := range paths {
+				if path.res == nil {
+					continue
+				}
+				v := path.res.Delta
+				added := [2]string{"–", "–"}
+				if path.name != "direct" && len(d) > 0 && len(v) > 0 {
+					added = [2]string{diff(Pct(d, 50), Pct(v, 50)), diff(Pct(d, 99), Pct(v, 99))}
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Scenario.Name, x.Setup, p.load, path.name,
+					us(Pct(v, 50)), us(Pct(v, 90)), us(Pct(v, 99)), added[0], added[1])
+			}
+		}
+	}
+}
+
 // Issue 21's targets: agentgate's added latency (over direct) at most
 // these times the floor proxy's, one turn at a time, and its CPU per turn
 // at most cpuTarget times the proxy's.
@@ -126,15 +177,23 @@ func (r *report) writeRatios(w io.Writer) {
 	}
 	table(w, 3, "Against the floor: what agentgate adds over direct, divided by what the bare net/http proxy adds,\n"+
 		"one turn at a time (c=1; latency in µs), and agentgate's CPU per turn divided by the proxy's (in ms),\n"+
-		"beside the targets of issue 21:",
+		"beside the targets of issue 21. For a streamed turn the latency is per delta (the figure of the\n"+
+		"per-delta table: the median over a turn's deltas of the time from the mock's write to the\n"+
+		"client's read), not the whole turn's, whose 5 ms gaps between deltas jitter more than a hop adds:",
 		"scenario", "sessions", "measure", "agentgate", "net/http proxy", "ratio", "target", "verdict")
 	for _, x := range rows {
 		c, f := *x.C1, *x.C1.Floor
-		both := len(c.Via.Lat) > 0 && len(f.Lat) > 0 && len(c.Direct.Lat) > 0
-		added := func(res Result, p float64) float64 { return us64(Pct(res.Lat, p) - Pct(c.Direct.Lat, p)) }
+		// lat is the latency a row compares: the whole turn's, or for a
+		// streamed turn each delta's.
+		lat, measure := func(res Result) []time.Duration { return res.Lat }, "added latency"
+		if x.Scenario.Stream {
+			lat, measure = func(res Result) []time.Duration { return res.Delta }, "added latency per delta"
+		}
+		both := len(lat(c.Via)) > 0 && len(lat(f)) > 0 && len(lat(c.Direct)) > 0
+		added := func(res Result, p float64) float64 { return us64(Pct(lat(res), p) - Pct(lat(c.Direct), p)) }
 		lines := []ratio{
-			{"added latency p50, c=1", added(c.Via, 50), added(f, 50), both, p50Target, "%+.0f"},
-			{"added latency p99, c=1", added(c.Via, 99), added(f, 99), both, p99Target, "%+.0f"},
+			{measure + " p50, c=1", added(c.Via, 50), added(f, 50), both, p50Target, "%+.0f"},
+			{measure + " p99, c=1", added(c.Via, 99), added(f, 99), both, p99Target, "%+.0f"},
 		}
 		for _, p := range []struct {
 			name string
@@ -231,6 +290,7 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	rtt(w, "One Redis round trip (`PING`)", r.redisRTT)
 	r.writeFloor(w)
+	r.writeDeltas(w)
 	r.writeRatios(w)
 	if len(r.open) > 0 {
 		table(w, 2, "Streams held open at once (the mock holds each after its first delta; the bare net/http proxy\n"+

@@ -32,6 +32,8 @@ type UpstreamConfig struct {
 //	hold    streams one delta, then holds the stream open until Release
 //	other   answers with text (pass, worker, helper)
 //
+// Each content delta of a streamed answer carries the time it was sent
+// (see stampedWord), for the client to measure what a path adds to each.
 // It listens on loopback only.
 type Upstream struct {
 	cfg UpstreamConfig
@@ -125,6 +127,34 @@ func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
 
 type toolCall struct{ id, name, args string }
 
+// epoch is the origin of the send times stamped into streamed deltas. The
+// mock upstream and the client share this process, hence this monotonic
+// clock: a client reads a delta's age as time.Since(epoch) minus its stamp.
+var epoch = time.Now()
+
+// stampDigits is the width of a delta's stamp: nanoseconds since epoch,
+// zero-padded, so that every delta's content has the same size (16 digits
+// last 115 days).
+const stampDigits = 16
+
+// stampMark starts a stamp in a delta's content.
+const stampMark = '@'
+
+// stampedWord is word i of a streamed answer, stamped with the time at
+// (since epoch) it is sent: "tok<i>@<nanoseconds since epoch> ".
+func stampedWord(i int, at time.Duration) string {
+	b := make([]byte, 0, 8+stampDigits)
+	b = append(b, "tok"...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, stampMark)
+	ns := strconv.FormatInt(int64(at), 10)
+	for range stampDigits - len(ns) {
+		b = append(b, '0')
+	}
+	b = append(b, ns...)
+	return string(append(b, ' '))
+}
+
 const usageJSON = `{"prompt_tokens":12,"completion_tokens":8,"total_tokens":20}`
 
 func (u *Upstream) complete(w http.ResponseWriter, model string, call *toolCall) {
@@ -179,11 +209,11 @@ func (u *Upstream) stream(w http.ResponseWriter, r *http.Request, model string, 
 		if !send(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`) {
 			return
 		}
-		for i, word := range u.words {
+		for i := range u.words {
 			if i > 0 && u.cfg.Interval > 0 {
 				time.Sleep(u.cfg.Interval)
 			}
-			if !send(`[{"index":0,"delta":{"content":"` + word + `"},"finish_reason":null}]`) {
+			if !send(`[{"index":0,"delta":{"content":"` + stampedWord(i, time.Since(epoch)) + `"},"finish_reason":null}]`) {
 				return
 			}
 			if i == 0 && release != nil {
