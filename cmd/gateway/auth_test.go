@@ -75,6 +75,7 @@ func TestJWTConfigEndToEnd(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Data) != 1 || list.Data[0].ID != "desk" {
 		t.Errorf("/v1/models with a token: %d %s", code, body)
 	}
+	gw.stop(t) // the logs go out in batches: all of them once it stopped
 	if strings.Contains(gw.stdout.String(), testSecret) || strings.Contains(gw.stdout.String(), tok) {
 		t.Errorf("the logs carry the secret or the token:\n%s", gw.stdout.String())
 	}

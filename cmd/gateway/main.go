@@ -84,7 +84,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 	}
 	adjust(cfg)
-	log := newLogger(stdout, cfg.Log)
+	// Lines go out in batches (see logWriter); the deferred Close, the
+	// last thing run does, writes those still gathered.
+	logs := newLogWriter(stdout)
+	defer logs.Close()
+	log := newLogger(logs, cfg.Log)
 	tel, err := newTelemetry(cfg.Telemetry, env)
 	if err != nil {
 		printProblems(stderr, path, err)
@@ -175,6 +179,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	ln = netutil.LimitListener(ln, cfg.Server.MaxConnections)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.Server.IdleTimeout}
 	log.Info("agentgate listening", "addr", ln.Addr().String(), "models", len(catalog.Apps), "sessions", cfg.Sessions.Backend, "version", version)
+	_ = logs.Flush() // whoever starts the gateway waits for this line: it goes out at once
 	// Reloads: SIGHUP, and changes of the file unless server.watch_config
 	// is false.
 	reloads := &reloader{path: path, lookup: lookup, adjust: adjust, opts: buildOpts, srv: srv, remotes: remotes, log: log,

@@ -98,6 +98,14 @@ func TestSIGTERM(t *testing.T) {
 	base := "http://" + addr
 
 	quick, slow := openStream(t, base, "quick"), openStream(t, base, "slow")
+	const probes = 3 // access lines logged just before the signal
+	for range probes {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -143,12 +151,22 @@ func TestSIGTERM(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("gateway did not exit")
 	}
+	// Every line reached stdout (the logs go out in batches: the last
+	// ones when the gateway stops): the access lines of the probes and of
+	// both streams, the slow one's logged as the grace ended.
 	var msgs []string
+	routes := map[string]int{}
 	for rec := range logs {
 		msgs = append(msgs, rec["msg"].(string))
+		if rec["msg"] == "request" {
+			routes[rec["route"].(string)]++
+		}
 	}
-	if !containsInOrder(msgs, "agentgate listening", "shutting down", "stopped") {
+	if !containsInOrder(msgs, "agentgate listening", "shutting down", "request", "stopped") {
 		t.Errorf("log messages %q", msgs)
+	}
+	if want := map[string]int{"/healthz": probes, "/v1/chat/completions": 2}; !cmp.Equal(routes, want) {
+		t.Errorf("access lines by route %v, want %v", routes, want)
 	}
 }
 
