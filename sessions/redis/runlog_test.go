@@ -155,7 +155,7 @@ func TestRunLogFrameForms(t *testing.T) {
 	st := newStore(t, Config{URL: srv.URL("")})
 	log := st.RunLog(RunLogConfig{Retention: time.Minute})
 	ctx := context.Background()
-	ts := time.Date(2026, 11, 26, 17, 0, 0, 123456000, time.UTC)
+	ts := time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC) // the wire form keeps µs
 	delta := &sessions.Event{ID: "e1", InvocationID: "inv", Author: "agent", Timestamp: ts, Partial: true,
 		Content: genai.NewContentFromText("hello, world", genai.RoleModel)}
 	call := &sessions.Event{ID: "e2", InvocationID: "inv", Author: "agent", Timestamp: ts,
