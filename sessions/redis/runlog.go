@@ -50,6 +50,7 @@ type RunLog struct {
 	block      time.Duration
 	maxPending int
 	linger     time.Duration
+	pack       bool
 	failed     func(run string, err error)
 
 	mu      sync.Mutex
@@ -98,6 +99,12 @@ type RunLogConfig struct {
 	// that much later at most; End and a Read on this replica do not
 	// wait for it.
 	Linger time.Duration
+	// PackFrames keeps a frame's event packed when it packs (appendFrame),
+	// its JSON otherwise; off, every frame is its JSON. Every version from
+	// this one reads both: it is off by default so that replicas of an
+	// earlier version sharing the Redis (a rolling upgrade) read every
+	// frame this one writes.
+	PackFrames bool
 	// Failed, when set, is told when the writes of a run's frames start
 	// failing (the first failure after a write that succeeded, or the
 	// first write), by the run's flusher.
@@ -122,7 +129,7 @@ func (s *Store) RunLog(cfg RunLogConfig) *RunLog {
 		cfg.Failed = func(string, error) {}
 	}
 	return &RunLog{s: s, retention: cfg.Retention, maxFrames: cfg.MaxFrames, block: time.Second, maxPending: cfg.MaxPending,
-		linger: cfg.Linger, failed: cfg.Failed, writers: map[string]*runWriter{}}
+		linger: cfg.Linger, pack: cfg.PackFrames, failed: cfg.Failed, writers: map[string]*runWriter{}}
 }
 
 func (l *RunLog) key(run string) string {
@@ -342,7 +349,7 @@ func (l *RunLog) Append(ctx context.Context, run string, f runs.Frame) (_ int64,
 		return 0, runs.ErrEnded
 	}
 	n := len(w.buf)
-	if w.buf, err = appendFrame(w.buf, f); err != nil {
+	if w.buf, err = appendFrame(w.buf, f, l.pack); err != nil {
 		w.buf = w.buf[:n]
 		return 0, err
 	}
@@ -709,12 +716,12 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 // versions.
 const framePacked = 0x01
 
-// appendFrame appends f as its stream entry keeps it to b: its event
-// packed after framePacked when it is given as an event that packs (a
-// delta packs into about a third of its JSON, and in less time), its JSON
-// otherwise.
-func appendFrame(b []byte, f runs.Frame) ([]byte, error) {
-	if f.Data == nil && f.Event != nil {
+// appendFrame appends f as its stream entry keeps it to b: with pack
+// (RunLogConfig.PackFrames), its event packed after framePacked when it is
+// given as an event that packs (a delta packs into about a third of its
+// JSON, and in less time), else its JSON.
+func appendFrame(b []byte, f runs.Frame, pack bool) ([]byte, error) {
+	if pack && f.Data == nil && f.Event != nil {
 		if p, ok := f.Event.AppendPacked(append(b, framePacked)); ok {
 			return p, nil
 		}

@@ -55,7 +55,7 @@ func TestRunLog(t *testing.T) {
 	}
 	for i, text := range []string{"a", "b", "c", "d"} {
 		f := runFrame(text)
-		if i == 1 { // a frame given as its event is stored packed
+		if i == 1 { // a frame given as its event
 			f = runs.Frame{Event: &sessions.Event{ID: "b"}}
 		}
 		if seq, err := log.Append(ctx, "r", f); err != nil || seq != int64(i) {
@@ -144,16 +144,16 @@ func TestRunLog(t *testing.T) {
 	}
 }
 
-// TestRunLogFrameForms: a frame given as an event that packs is kept
-// packed, in less than its JSON, one that does not pack (or given as JSON)
-// as its JSON, and reads give each back with the same JSON and event; a
-// log written as JSON by a version that did not pack (entries added here
-// as it added them) reads as it did, and a packed frame that does not
-// unpack is an error, not a panic.
+// TestRunLogFrameForms: with PackFrames a frame given as an event that
+// packs is kept packed, in less than its JSON, one that does not pack (or
+// given as JSON) as its JSON, and reads give each back with the same JSON
+// and event; a log written as JSON (without PackFrames, or by a version
+// that did not pack: entries added here as it added them) reads as it
+// did, and a packed frame that does not unpack is an error, not a panic.
 func TestRunLogFrameForms(t *testing.T) {
 	srv := startServer(t)
 	st := newStore(t, Config{URL: srv.URL("")})
-	log := st.RunLog(RunLogConfig{Retention: time.Minute})
+	log := st.RunLog(RunLogConfig{Retention: time.Minute, PackFrames: true})
 	ctx := context.Background()
 	ts := time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC) // the wire form keeps µs
 	delta := &sessions.Event{ID: "e1", InvocationID: "inv", Author: "agent", Timestamp: ts, Partial: true,
@@ -224,6 +224,22 @@ func TestRunLogFrameForms(t *testing.T) {
 		frames = append(frames, f)
 	}
 	check("Follow", frames, want)
+
+	// Without PackFrames (the default) every frame is its JSON.
+	plain := st.RunLog(RunLogConfig{Retention: time.Minute})
+	for _, f := range given {
+		if _, err := plain.Append(ctx, "plain", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := plain.End(ctx, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range st.client.XRange(ctx, plain.key("plain"), "0-2", "0-4").Val() {
+		if d := m.Values["d"].(string); d != string(want[i]) {
+			t.Errorf("without PackFrames, frame %d kept as %q, want its JSON %s", i, d, want[i])
+		}
+	}
 
 	// A log an earlier version wrote: every frame its JSON.
 	old := log.key("old")
