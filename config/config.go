@@ -49,6 +49,10 @@ type Runs struct {
 	// MiB). Beyond either the oldest ended runs go first.
 	MaxEnded int   `yaml:"max_ended"`
 	MaxBytes int64 `yaml:"max_bytes"`
+	// PackFrames has the Redis run log keep a frame's event packed when
+	// it packs (about a third of its JSON); off by default, so that
+	// replicas of an earlier version on the same Redis read every frame.
+	PackFrames bool `yaml:"pack_frames"`
 }
 
 // Server configures the HTTP server.

@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -48,14 +47,15 @@ func (f Frame) AppendJSON(b []byte) ([]byte, error) {
 	return f.Event.AppendJSON(b)
 }
 
-// Decode returns the frame's event: Event, or Data unmarshalled (a log
-// that keeps JSON, as a shared one does, gives frames with Data only).
+// Decode returns the frame's event: Event, or Data read with
+// sessions.UnmarshalEvent (a log that keeps JSON gives frames with Data
+// only; the Redis one, those it kept as JSON).
 func (f Frame) Decode() (*sessions.Event, error) {
 	if f.Event != nil {
 		return f.Event, nil
 	}
-	ev := new(sessions.Event)
-	if err := json.Unmarshal(f.Data, ev); err != nil {
+	ev, err := sessions.UnmarshalEvent(string(f.Data))
+	if err != nil {
 		return nil, fmt.Errorf("runs: frame %d: %w", f.Seq, err)
 	}
 	return ev, nil

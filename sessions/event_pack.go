@@ -14,8 +14,11 @@ import (
 // text parts alone (with their thought flag), and usage of token counts
 // alone, with nothing else set. Those are most of what a run streams (a delta each),
 // and they pack into about a third of their JSON. It reports whether it
-// packed e; b is unchanged when not. UnpackEvent reads the form back; it
-// lives in memory only and is not kept across versions.
+// packed e; b is unchanged when not. UnpackEvent reads the form back.
+// The Redis run log keeps it (a run's frames, shared by replicas that may
+// run different versions): a change to the form must leave what earlier
+// versions wrote readable, or come under a new tag there
+// (sessions/redis.framePacked).
 func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 	if !e.packable() {
 		return b, false

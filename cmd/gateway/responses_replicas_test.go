@@ -61,8 +61,11 @@ func responseStatus(t *testing.T, base, id string) string {
 // then the rest live as A's run goes on, then the ending) and cancels
 // another one, which stops A's run (its upstream call aborted) and leaves
 // it cancelled for both replicas.
+//
+// The run log keeps its frames packed (runs.pack_frames): the replays on
+// both replicas are built from frames read back from their packed form.
 func TestReplicasShareBackgroundResponses(t *testing.T) {
-	r := heldReplicas(t, "")
+	r := heldReplicas(t, "runs:\n  pack_frames: true\n")
 	up, a, b := r.up, r.start(t), r.start(t)
 
 	// Replay on B while A runs: created (0) and in_progress (1) are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	goredis "github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/runs"
@@ -54,7 +55,7 @@ func TestRunLog(t *testing.T) {
 	}
 	for i, text := range []string{"a", "b", "c", "d"} {
 		f := runFrame(text)
-		if i == 1 { // a frame given as its event is stored as its JSON
+		if i == 1 { // a frame given as its event
 			f = runs.Frame{Event: &sessions.Event{ID: "b"}}
 		}
 		if seq, err := log.Append(ctx, "r", f); err != nil || seq != int64(i) {
@@ -140,6 +141,137 @@ func TestRunLog(t *testing.T) {
 	stop()
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Errorf("Follow after its context ended: %v", err)
+	}
+}
+
+// TestRunLogFrameForms: with PackFrames a frame given as an event that
+// packs is kept packed, in less than its JSON, one that does not pack (or
+// given as JSON) as its JSON, and reads give each back with the same JSON
+// and event; a log written as JSON (without PackFrames, or by a version
+// that did not pack: entries added here as it added them) reads as it
+// did, and a packed frame that does not unpack is an error, not a panic.
+func TestRunLogFrameForms(t *testing.T) {
+	srv := startServer(t)
+	st := newStore(t, Config{URL: srv.URL("")})
+	log := st.RunLog(RunLogConfig{Retention: time.Minute, PackFrames: true})
+	ctx := context.Background()
+	ts := time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC) // the wire form keeps µs
+	delta := &sessions.Event{ID: "e1", InvocationID: "inv", Author: "agent", Timestamp: ts, Partial: true,
+		Content: genai.NewContentFromText("hello, world", genai.RoleModel)}
+	call := &sessions.Event{ID: "e2", InvocationID: "inv", Author: "agent", Timestamp: ts,
+		Content: genai.NewContentFromFunctionCall("lookup", map[string]any{"q": "x"}, genai.RoleModel)}
+	user, err := (&sessions.Event{ID: "e3", Author: "user", Timestamp: ts,
+		Content: genai.NewContentFromText("hi", genai.RoleUser)}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := []runs.Frame{{Event: delta}, {Event: call}, {Data: user}}
+	var want [][]byte
+	for _, f := range given {
+		b, err := f.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b)
+		if _, err := log.Append(ctx, "r", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.End(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	stored := st.client.XRange(ctx, log.key("r"), "0-2", "0-4").Val()
+	if len(stored) != 3 {
+		t.Fatalf("stream has %d frames, want 3", len(stored))
+	}
+	if d := stored[0].Values["d"].(string); d[0] != framePacked || len(d) >= len(want[0])/2 {
+		t.Errorf("the delta is kept as %q (%d bytes; its JSON %d), want it packed", d, len(d), len(want[0]))
+	}
+	for i := 1; i < 3; i++ {
+		if d := stored[i].Values["d"].(string); d != string(want[i]) {
+			t.Errorf("frame %d kept as %q, want its JSON %s", i, d, want[i])
+		}
+	}
+	check := func(name string, frames []runs.Frame, want [][]byte) {
+		t.Helper()
+		if len(frames) != len(want) {
+			t.Fatalf("%s: %d frames, want %d", name, len(frames), len(want))
+		}
+		for i, f := range frames {
+			b, err := f.JSON()
+			if err != nil || string(b) != string(want[i]) {
+				t.Errorf("%s: frame %d JSON %s, %v; want %s", name, i, b, err, want[i])
+			}
+			ev, err := f.Decode()
+			if err != nil {
+				t.Fatalf("%s: frame %d: %v", name, i, err)
+			}
+			if b, _ := ev.MarshalJSON(); string(b) != string(want[i]) {
+				t.Errorf("%s: frame %d decodes to %s, want %s", name, i, b, want[i])
+			}
+		}
+	}
+	frames, ended, err := log.Read(ctx, "r", -1, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read: ended %v, %v", ended, err)
+	}
+	check("Read", frames, want)
+	frames = nil
+	for f, err := range log.Follow(ctx, "r", -1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+	}
+	check("Follow", frames, want)
+
+	// Without PackFrames (the default) every frame is its JSON.
+	plain := st.RunLog(RunLogConfig{Retention: time.Minute})
+	for _, f := range given {
+		if _, err := plain.Append(ctx, "plain", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := plain.End(ctx, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range st.client.XRange(ctx, plain.key("plain"), "0-2", "0-4").Val() {
+		if d := m.Values["d"].(string); d != string(want[i]) {
+			t.Errorf("without PackFrames, frame %d kept as %q, want its JSON %s", i, d, want[i])
+		}
+	}
+
+	// A log an earlier version wrote: every frame its JSON.
+	old := log.key("old")
+	st.client.XAdd(ctx, &goredis.XAddArgs{Stream: old, ID: "0-1", Values: []string{"o", ""}})
+	for i, b := range want {
+		st.client.XAdd(ctx, &goredis.XAddArgs{Stream: old, ID: entryID(int64(i)), Values: []string{"d", string(b)}})
+	}
+	st.client.XAdd(ctx, &goredis.XAddArgs{Stream: old, ID: "0-5", Values: []string{"e", ""}})
+	frames, ended, err = log.Read(ctx, "old", -1, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read of an earlier version's log: ended %v, %v", ended, err)
+	}
+	check("Read of an earlier version's log", frames, want)
+	for _, f := range frames {
+		if f.Data == nil {
+			t.Errorf("frame %d of an earlier version's log read as an event, want its JSON as kept", f.Seq)
+		}
+	}
+
+	// A packed frame cut short.
+	bad := log.key("bad")
+	st.client.XAdd(ctx, &goredis.XAddArgs{Stream: bad, ID: "0-1", Values: []string{"o", ""}})
+	d := stored[0].Values["d"].(string)
+	st.client.XAdd(ctx, &goredis.XAddArgs{Stream: bad, ID: entryID(0), Values: []string{"d", d[:len(d)-3]}})
+	if _, _, err := log.Read(ctx, "bad", -1, 0); !errors.Is(err, errCorrupt) {
+		t.Errorf("Read of a packed frame cut short: %v, want errCorrupt", err)
+	}
+	for _, err := range log.Follow(ctx, "bad", -1) {
+		if !errors.Is(err, errCorrupt) {
+			t.Errorf("Follow of a packed frame cut short: %v, want errCorrupt", err)
+		}
+		break
 	}
 }
 
