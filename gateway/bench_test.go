@@ -97,11 +97,17 @@ func newBenchGateway(b *testing.B, with func(*gateway.Config)) http.Handler {
 // run log and run index, as cmd/gateway wires them.
 func redisSessions(b testing.TB, runs bool) func(*gateway.Config) {
 	b.Helper()
+	return redisSessionsLog(b, runs, sessionsredis.RunLogConfig{})
+}
+
+// redisSessionsLog is redisSessions with the run log configured as cfg.
+func redisSessionsLog(b testing.TB, runs bool, cfg sessionsredis.RunLogConfig) func(*gateway.Config) {
+	b.Helper()
 	st := redisStore(b, redisPrefix())
 	return func(c *gateway.Config) {
 		c.Sessions = st
 		if runs {
-			c.RunLog, c.RunIndex = st.RunLog(sessionsredis.RunLogConfig{}), st.RunIndex()
+			c.RunLog, c.RunIndex = st.RunLog(cfg), st.RunIndex()
 		}
 	}
 }
@@ -324,18 +330,24 @@ func liveHeap() runtime.MemStats {
 // the store's run log and run index, as cmd/gateway wires them), and each
 // with its run log ("log") or with none ("nolog": a log that keeps
 // nothing), to show what logging a run's frames costs a client that stays
-// connected.
+// connected; "redis-packed" is Redis's log with runs.pack_frames.
 func BenchmarkChatTurnRunLog(b *testing.B) {
 	const hello = `{"role":"user","content":"Hello, how are you?"}`
-	for _, store := range []string{"memory", "redis"} {
+	for _, store := range []string{"memory", "redis", "redis-packed"} {
 		for _, stream := range []bool{false, true} {
 			for _, logged := range []bool{true, false} {
+				if store == "redis-packed" && !logged {
+					continue // the same as redis/nolog
+				}
 				name := map[bool]string{false: "nonstream", true: "stream"}[stream] + "/" + store + "/" +
 					map[bool]string{true: "log", false: "nolog"}[logged]
 				b.Run(name, func(b *testing.B) {
 					with := func(*gateway.Config) {}
-					if store == "redis" {
+					switch store {
+					case "redis":
 						with = redisSessions(b, true)
+					case "redis-packed": // runs.pack_frames
+						with = redisSessionsLog(b, true, sessionsredis.RunLogConfig{PackFrames: true})
 					}
 					if !logged {
 						keep := with
