@@ -189,18 +189,16 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	if t.slot, err = s.admitTurn(ctx, a, user); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			if t.rec != nil { // it waited in the session's line as a run
-				if u, ok := h.(turnUnrunner); ok {
-					u.unrun(ctx, s, err)
-				}
-				t.endUnrun(ctx, err)
-			}
-			t.slot.End(0)
-		}
-	}()
 	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
+	defer func() {
+		if err == nil {
+			return
+		}
+		if u, ok := h.(turnUnrunner); ok && t.rec != nil { // it waited in the session's line as a run
+			u.unrun(ctx, s, err)
+		}
+		t.abandon(ctx, err)
+	}()
 	t.runID, t.retention, t.value = d.runID, d.retention, d.value
 	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
 		ClientTools: d.clientTools, Params: params, Overrides: d.overrides, InvocationID: d.invocationID}
