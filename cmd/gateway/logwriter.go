@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -110,4 +112,32 @@ func (l *logWriter) Close() error {
 	}
 	l.mu.Unlock()
 	return l.Flush()
+}
+
+// urgentLines is a handler whose records at slog.LevelWarn and above go
+// out at once: flush writes the batch they end (the lines before them
+// first, in order). A warning or an error is what an operator reads after
+// a crash, and what must not wait in a buffer the crash loses; they are
+// rare, so the write each costs does not show.
+type urgentLines struct {
+	slog.Handler
+	flush func() error
+}
+
+func (h urgentLines) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level >= slog.LevelWarn {
+		if ferr := h.flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+func (h urgentLines) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return urgentLines{h.Handler.WithAttrs(attrs), h.flush}
+}
+
+func (h urgentLines) WithGroup(name string) slog.Handler {
+	return urgentLines{h.Handler.WithGroup(name), h.flush}
 }

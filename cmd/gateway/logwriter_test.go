@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentgate/agentgate/config"
 )
 
 // recordingWriter keeps what is written to it, and counts the writes.
@@ -103,5 +105,33 @@ func TestLogWriterFlushesUnasked(t *testing.T) {
 	}
 	if got, writes := out.state(); got != "one\ntwo\n" || writes != 2 {
 		t.Errorf("%q in %d writes", got, writes)
+	}
+}
+
+// TestLogWarningsGoOutAtOnce: an info line waits for its batch, a warning
+// goes out at once with the lines gathered before it, in their order, as
+// does a logger derived with attributes or a group.
+func TestLogWarningsGoOutAtOnce(t *testing.T) {
+	out := &recordingWriter{}
+	l := newLogWriter(out)
+	defer l.Close()
+	log := newLogger(l, config.Log{Level: "info"}, l.Flush)
+	log.Info("first")
+	if got, writes := out.state(); writes != 0 || got != "" {
+		t.Fatalf("an info line was written at once: %d writes, %q", writes, got)
+	}
+	log.With("k", "v").WithGroup("g").Warn("second", "a", 1)
+	got, writes := out.state()
+	if writes != 1 {
+		t.Fatalf("a warning: %d writes, want 1 (the batch it ends)", writes)
+	}
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"msg":"first"`) ||
+		!strings.Contains(lines[1], `"msg":"second"`) || !strings.Contains(lines[1], `"g":{"a":1}`) {
+		t.Fatalf("lines = %q", lines)
+	}
+	log.Error("third")
+	if _, writes := out.state(); writes != 2 {
+		t.Fatalf("an error: %d writes in all, want 2", writes)
 	}
 }

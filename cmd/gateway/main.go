@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	// last thing run does, writes those still gathered.
 	logs := newLogWriter(stdout)
 	defer logs.Close()
-	log := newLogger(logs, cfg.Log)
+	log := newLogger(logs, cfg.Log, logs.Flush)
 	tel, err := newTelemetry(cfg.Telemetry, env)
 	if err != nil {
 		printProblems(stderr, path, err)
@@ -237,14 +237,20 @@ func printProblems(w io.Writer, path string, err error) {
 	}
 }
 
-func newLogger(w io.Writer, c config.Log) *slog.Logger {
+// newLogger logs to w at c's level and format; flush, when not nil, is
+// called after every record at warn level and above (see urgentLines).
+func newLogger(w io.Writer, c config.Log, flush func() error) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if c.Format == "text" {
-		return slog.New(agentcore.NewLogHandler(slog.NewTextHandler(w, opts)))
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(agentcore.NewLogHandler(slog.NewJSONHandler(w, opts)))
+	if flush != nil {
+		h = urgentLines{h, flush}
+	}
+	return slog.New(agentcore.NewLogHandler(h))
 }
 
 // providerFactories registers the real providers by config type.
