@@ -188,10 +188,9 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	}
 	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
 	defer func() {
-		if err == nil {
-			return
+		if err != nil {
+			t.abandon(ctx, err)
 		}
-		t.abandon(ctx, err)
 	}()
 	t.runID, t.retention, t.value = d.runID, d.retention, d.value
 	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
