@@ -240,8 +240,8 @@ type a2aTurn struct {
 	// While the turn begins: the message, and the task it follows up.
 	msg  *a2a.Message
 	prev *a2aTask
-	// final is the last status of a task that ended in its session's line
-	// without running (see unrun).
+	// final is the last status of a task whose turn was registered as a
+	// run and ended without running (the turn's unrun).
 	final *a2a.Event
 }
 
@@ -282,13 +282,6 @@ func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
 		at.req.NewMessage = answerCalls(msg, calls)
 	}
 	return nil
-}
-
-// unrun records the end of a task whose turn waited in its session's line
-// and ends there, without running (canceled, or failed with err); a
-// stream that showed the task submitted ends with final.
-func (at *a2aTurn) unrun(ctx context.Context, s *Server, err error) {
-	at.final = (&taskRun{s: s, t: at.task}).finish(ctx, err)
 }
 
 // a2aBegin checks a message and begins the turn of its task; st is the
@@ -361,6 +354,10 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, st *a2
 	um.TaskID, um.ContextID, um.Role = d.runID, contextID, a2a.RoleUser
 	task.history = append(task.history, um)
 	at.task, d.value = task, task
+	// A task whose turn ends without running (canceled, or failed with
+	// err) is recorded so; a stream that showed it submitted ends with
+	// final.
+	at.unrun = func(ctx context.Context, err error) { at.final = (&taskRun{s: s, t: task}).finish(ctx, err) }
 	if st != nil {
 		st.t, d.idle = at, st
 	}
@@ -488,16 +485,14 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 		// the line without the request, then runs as any other.
 		submitted := turn.task.snapshot(nil)
 		sink := &a2aSink{}
-		go s.runQueued(ctx, &turn.turn, sink, func() { sink.r = s.newTaskRun(turn.task) },
-			func(err error) { turn.unrun(ctx, s, err) })
+		go s.runQueued(ctx, &turn.turn, sink, func() { sink.r = s.newTaskRun(turn.task) })
 		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: submitted}, v))
 		return
 	}
 	runCtx, err := s.startRun(ctx, &turn.turn)
 	if err != nil {
-		final := (&taskRun{s: s, t: turn.task}).finish(ctx, err)
-		if st != nil && st.w != nil {
-			_ = st.send(*final)
+		if turn.final != nil && st != nil && st.w != nil {
+			_ = st.send(*turn.final) // it streamed its task while it waited
 			return
 		}
 		rpcFail(c, req.ID, rpcErrorOf(err))

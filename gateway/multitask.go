@@ -272,10 +272,9 @@ func (s *Server) awaitSession(ctx context.Context, t *turn) error {
 // holds its session, before its run begins (the surface's record says it
 // runs). One that never runs (cancelled, interrupted, out of
 // sessions.queue_wait, ended by a shutdown, or its session no longer what
-// the request needs) is ended with unrun(err), the surface's record of it,
-// before its run ends, as one that ran is: whoever waits for the run's end
-// (a cancel) reads the final record.
-func (s *Server) runQueued(ctx context.Context, t *turn, sink turnSink, running func(), unrun func(err error)) {
+// the request needs) is abandoned: the surface records its end (t.unrun)
+// before its run ends, as one that ran does.
+func (s *Server) runQueued(ctx context.Context, t *turn, sink turnSink, running func()) {
 	err := s.awaitSession(ctx, t)
 	t.line = nil
 	var runCtx context.Context
@@ -285,7 +284,6 @@ func (s *Server) runQueued(ctx context.Context, t *turn, sink turnSink, running 
 		err = context.Cause(runCtx)
 	}
 	if err != nil {
-		unrun(err)
 		t.abandon(ctx, err)
 		return
 	}

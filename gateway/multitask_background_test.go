@@ -117,9 +117,10 @@ func TestMultitaskBackgroundResponseWaitsInLine(t *testing.T) {
 }
 
 // A queued background response cancelled leaves the line: cancelled at
-// once (the run ahead still going), its run cancelled with a CANCELLED
-// frame, its input never in the session; the session is free when the run
-// ahead ends.
+// once (the run ahead still going), its record ended before its run (the
+// cancel, and a GET right after it, read it cancelled), its run cancelled
+// with a CANCELLED frame, its input never in the session; the session is
+// free when the run ahead ends.
 func TestMultitaskBackgroundResponseCancelledInLine(t *testing.T) {
 	onStores(t, func(t *testing.T, store fixtureOpt) {
 		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
@@ -130,11 +131,13 @@ func TestMultitaskBackgroundResponseCancelledInLine(t *testing.T) {
 		if err != nil || got.Status != responses.ResponseStatusCancelled {
 			t.Fatalf("cancel: %v %v", got, err)
 		}
+		if got, err := c.Responses.Get(t.Context(), r.ID, responses.ResponseGetParams{}); err != nil || got.Status != responses.ResponseStatusCancelled {
+			t.Errorf("GET right after the cancel: %v %v", got, err)
+		}
 		f.waitRuns("running", "cancelled")
 		if frames := f.runFrames(r.ID); len(frames) != 1 || !strings.Contains(frames[0], `"errorCode":"CANCELLED"`) {
 			t.Errorf("the cancelled run's frames %v", frames)
 		}
-		pollStatus(t, c, r.ID, responses.ResponseStatusCancelled)
 		m.release <- struct{}{}
 		result(t, first)
 		m.release <- struct{}{}

@@ -745,6 +745,32 @@ func TestMultitaskA2AReturnImmediately(t *testing.T) {
 	})
 }
 
+// A task answered submitted at once (returnImmediately) and canceled over
+// tasks/cancel while it waits in its busy context's line ends canceled
+// before its run does: tasks/cancel answers it canceled, and so does a
+// tasks/get right after it. It never runs: the session is free once the
+// run ahead ends, without its message.
+func TestMultitaskA2AReturnImmediatelyCanceledInLine(t *testing.T) {
+	onStores(t, func(t *testing.T, store fixtureOpt) {
+		f, m, first := busySession(t, spec.MultitaskEnqueue, store)
+		task := f.a2aResult("message/send", a2aMessage("a2", `{"returnImmediately":true}`))
+		ids := f.waitRuns("running", "queued")
+		query := `{"id":"` + ids[1] + `","metadata":{"user":"u1"}}`
+		if got := f.a2aResult("tasks/cancel", query); dig(got, "status", "state") != "canceled" || dig(got, "id") != dig(task, "id") {
+			t.Errorf("tasks/cancel of the queued task %v answered %v", dig(task, "id"), got)
+		}
+		if got := f.a2aResult("tasks/get", query); dig(got, "status", "state") != "canceled" {
+			t.Errorf("tasks/get right after the cancel: %v", got)
+		}
+		m.release <- struct{}{}
+		result(t, first)
+		f.waitRuns("completed", "cancelled")
+		if got, want := f.sessionTexts(), []string{"user:x1", "solo:re:x1"}; !slices.Equal(got, want) {
+			t.Errorf("session %q, want %q", got, want)
+		}
+	})
+}
+
 // A message/stream on a busy context (enqueue) starts its stream as its
 // turn joins the line: the task, submitted, then keepalives every
 // server.keepalive_interval while it waits; once it runs, a working

@@ -97,6 +97,7 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 		writeOpenAIError(c, notStored(err))
 		return
 	}
+	t.unrun = func(_ context.Context, err error) { b.unrun(err) }
 	snapshot := *b.enc.Response()
 	if t.line != nil {
 		go s.queuedResponse(ctx, b)
@@ -117,18 +118,17 @@ func (s *Server) startBackground(c *gin.Context, b *responsesBackground, stream 
 
 // queuedResponse is the surface of a background response stored queued
 // (see runQueued): its record says in_progress from when it holds the
-// session; one that never runs has its record ended before its run.
+// session; one that never runs has its record ended (unrun) before its run.
 func (s *Server) queuedResponse(ctx context.Context, b *responsesBackground) {
-	t := &b.turn.turn
-	s.runQueued(ctx, t, b, func() {
+	s.runQueued(ctx, &b.turn.turn, b, func() {
 		b.enc.Response().Status = openaiwire.StatusInProgress
 		_ = b.save() // a record left queued ends all the same: its run's end replaces it
-	}, func(err error) { b.unrun(err) })
+	})
 }
 
-// unrun records the end of a background response whose turn did not run:
-// cancelled, or failed with err. It returns the error as the client sees
-// it.
+// unrun records the end of a background response whose turn did not run
+// (its turn's unrun once the record is stored): cancelled, or failed with
+// err. It returns the error as the client sees it.
 func (b *responsesBackground) unrun(err error) *apiError {
 	ae := classify(err)
 	if cancelled(err) {

@@ -98,14 +98,6 @@ type turnPreparer interface {
 	prepare(ctx context.Context, d *turnRequest) error
 }
 
-// turnUnrunner is a turnHooks with a record of its own of a turn that
-// waited in its session's line as a run and ends there, without running:
-// unrun records the error before the run ends (whoever waits for that end,
-// a cancel, reads the record).
-type turnUnrunner interface {
-	unrun(ctx context.Context, s *Server, err error)
-}
-
 // turn is one turn between beginTurn and the end of its run. Surfaces
 // embed it in their own turn types.
 type turn struct {
@@ -131,6 +123,11 @@ type turn struct {
 	// both set once it started.
 	rec *runs.Run
 	run *agentcore.Run
+	// unrun, set by a surface with a record of its own of the turn (nil
+	// otherwise), records the end of a turn registered as a run that never
+	// ran, with its error: endUnrun calls it before the run ends, so that
+	// whoever waits for that end (a cancel) reads the final record.
+	unrun func(ctx context.Context, err error)
 	// named reports that rec has its id.
 	named bool
 	sink  turnSink
@@ -191,13 +188,9 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	}
 	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
 	defer func() {
-		if err == nil {
-			return
+		if err != nil {
+			t.abandon(ctx, err)
 		}
-		if u, ok := h.(turnUnrunner); ok && t.rec != nil { // it waited in the session's line as a run
-			u.unrun(ctx, s, err)
-		}
-		t.abandon(ctx, err)
 	}()
 	t.runID, t.retention, t.value = d.runID, d.retention, d.value
 	t.req = agentcore.RunRequest{UserID: user, NewMessage: d.message, StateDelta: d.stateDelta, Config: d.config,
@@ -474,9 +467,13 @@ func (t *turn) logError(err error) int64 {
 }
 
 // endUnrun ends a run that never ran (it failed while it waited in its
-// session's line, or once it got the session) with err: its log ends with
-// the error event, and the run with err.
+// session's line, or once it got the session) with err: the surface
+// records it (t.unrun), then its log ends with the error event, and the
+// run with err.
 func (t *turn) endUnrun(ctx context.Context, err error) {
+	if t.unrun != nil {
+		t.unrun(ctx, err)
+	}
 	t.errSeq = t.logError(err)
 	t.rec.Finish(ctx, err)
 }
