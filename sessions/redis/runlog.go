@@ -99,12 +99,12 @@ type RunLogConfig struct {
 	// that much later at most; End and a Read on this replica do not
 	// wait for it.
 	Linger time.Duration
-	// PackFrames keeps a frame's event packed when it packs (appendFrame),
-	// its JSON otherwise; off, every frame is its JSON. Every version from
-	// this one reads both: it is off by default so that replicas of an
-	// earlier version sharing the Redis (a rolling upgrade) read every
-	// frame this one writes.
-	PackFrames bool
+	// JSONFrames keeps every frame as its JSON. By default a frame's event
+	// is kept packed when it packs (appendFrame), its JSON otherwise.
+	// Every version from the one that first read packed frames reads both;
+	// a replica of an earlier one sharing the Redis (a rolling upgrade)
+	// reads JSON only, hence this.
+	JSONFrames bool
 	// Failed, when set, is told when the writes of a run's frames start
 	// failing (the first failure after a write that succeeded, or the
 	// first write), by the run's flusher.
@@ -129,7 +129,7 @@ func (s *Store) RunLog(cfg RunLogConfig) *RunLog {
 		cfg.Failed = func(string, error) {}
 	}
 	return &RunLog{s: s, retention: cfg.Retention, maxFrames: cfg.MaxFrames, block: time.Second, maxPending: cfg.MaxPending,
-		linger: cfg.Linger, pack: cfg.PackFrames, failed: cfg.Failed, writers: map[string]*runWriter{}}
+		linger: cfg.Linger, pack: !cfg.JSONFrames, failed: cfg.Failed, writers: map[string]*runWriter{}}
 }
 
 func (l *RunLog) key(run string) string {
@@ -717,7 +717,7 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 const framePacked = 0x01
 
 // appendFrame appends f as its stream entry keeps it to b: with pack
-// (RunLogConfig.PackFrames), its event packed after framePacked when it is
+// (unless RunLogConfig.JSONFrames), its event packed after framePacked when it is
 // given as an event that packs (a delta packs into about a third of its
 // JSON, and in less time), else its JSON.
 func appendFrame(b []byte, f runs.Frame, pack bool) ([]byte, error) {
