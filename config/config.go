@@ -50,9 +50,10 @@ type Runs struct {
 	MaxEnded int   `yaml:"max_ended"`
 	MaxBytes int64 `yaml:"max_bytes"`
 	// PackFrames has the Redis run log keep a frame's event packed when
-	// it packs (about a third of its JSON); off by default, so that
-	// replicas of an earlier version on the same Redis read every frame.
-	PackFrames bool `yaml:"pack_frames"`
+	// it packs (about a third of its JSON); on by default (nil). Off, every
+	// frame is its JSON, which replicas of a version older than the one
+	// that first read packed frames (a rolling upgrade) read too.
+	PackFrames *bool `yaml:"pack_frames"`
 }
 
 // Server configures the HTTP server.
@@ -295,6 +296,10 @@ func (c *Config) applyDefaults() {
 	if c.Server.WatchConfig == nil {
 		watch := true
 		c.Server.WatchConfig = &watch
+	}
+	if c.Runs.PackFrames == nil {
+		pack := true
+		c.Runs.PackFrames = &pack
 	}
 	if c.Server.WatchInterval == 0 {
 		c.Server.WatchInterval = DefaultWatchInterval

@@ -47,6 +47,27 @@ providers:
 	}
 }
 
+// runs.pack_frames is on unless the file turns it off (a rolling upgrade
+// from a version that did not read packed frames).
+func TestRunsPackFrames(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want bool
+	}{
+		{"", true},
+		{"runs:\n  pack_frames: false\n", false},
+		{"runs:\n  pack_frames: true\n", true},
+	} {
+		cfg, err := config.Parse([]byte(tc.yaml), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Runs.PackFrames; got == nil || *got != tc.want {
+			t.Errorf("%q: pack_frames %v, want %v", tc.yaml, got, tc.want)
+		}
+	}
+}
+
 func TestParseErrorsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string

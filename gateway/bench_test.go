@@ -330,13 +330,14 @@ func liveHeap() runtime.MemStats {
 // the store's run log and run index, as cmd/gateway wires them), and each
 // with its run log ("log") or with none ("nolog": a log that keeps
 // nothing), to show what logging a run's frames costs a client that stays
-// connected; "redis-packed" is Redis's log with runs.pack_frames.
+// connected; "redis" keeps frames packed (runs.pack_frames, the default),
+// "redis-json" as their JSON.
 func BenchmarkChatTurnRunLog(b *testing.B) {
 	const hello = `{"role":"user","content":"Hello, how are you?"}`
-	for _, store := range []string{"memory", "redis", "redis-packed"} {
+	for _, store := range []string{"memory", "redis", "redis-json"} {
 		for _, stream := range []bool{false, true} {
 			for _, logged := range []bool{true, false} {
-				if store == "redis-packed" && !logged {
+				if store == "redis-json" && !logged {
 					continue // the same as redis/nolog
 				}
 				name := map[bool]string{false: "nonstream", true: "stream"}[stream] + "/" + store + "/" +
@@ -346,8 +347,8 @@ func BenchmarkChatTurnRunLog(b *testing.B) {
 					switch store {
 					case "redis":
 						with = redisSessions(b, true)
-					case "redis-packed": // runs.pack_frames
-						with = redisSessionsLog(b, true, sessionsredis.RunLogConfig{PackFrames: true})
+					case "redis-json": // runs.pack_frames: false
+						with = redisSessionsLog(b, true, sessionsredis.RunLogConfig{JSONFrames: true})
 					}
 					if !logged {
 						keep := with

@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	var runIndex runs.Index
 	if rs, ok := store.(*sessionsredis.Store); ok {
 		limiter = rs.Limiter()
-		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention), PackFrames: cfg.Runs.PackFrames,
+		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention), JSONFrames: !*cfg.Runs.PackFrames,
 			Failed: func(run string, err error) {
 				mx.RunLogFailed()
 				log.Warn("run log: writing the frames of a run failed; they wait, and are tried again", "invocation_id", run, "err", err)

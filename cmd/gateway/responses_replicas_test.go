@@ -62,10 +62,11 @@ func responseStatus(t *testing.T, base, id string) string {
 // another one, which stops A's run (its upstream call aborted) and leaves
 // it cancelled for both replicas.
 //
-// The run log keeps its frames packed (runs.pack_frames): the replays on
-// both replicas are built from frames read back from their packed form.
+// The run log keeps its frames packed (runs.pack_frames, on by default):
+// the replays on both replicas are built from frames read back from their
+// packed form.
 func TestReplicasShareBackgroundResponses(t *testing.T) {
-	r := heldReplicas(t, "runs:\n  pack_frames: true\n")
+	r := heldReplicas(t, "")
 	up, a, b := r.up, r.start(t), r.start(t)
 
 	// Replay on B while A runs: created (0) and in_progress (1) are

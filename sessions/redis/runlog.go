@@ -42,9 +42,7 @@ import (
 // appends to must be ended (the runs.Registry does): until then its
 // writer's state stays.
 type RunLog struct {
-	s         *Store
-	retention time.Duration
-	maxFrames int
+	s *Store
 	// block is how long one XREAD of Follow waits before it checks its
 	// context again.
 	block      time.Duration
@@ -52,6 +50,9 @@ type RunLog struct {
 	linger     time.Duration
 	pack       bool
 	failed     func(run string, err error)
+	// maxLenArg and expiryArg are MaxFrames and Retention (in ms) as the
+	// write script takes them, boxed once rather than at each write.
+	maxLenArg, expiryArg any
 
 	mu      sync.Mutex
 	writers map[string]*runWriter
@@ -99,12 +100,12 @@ type RunLogConfig struct {
 	// that much later at most; End and a Read on this replica do not
 	// wait for it.
 	Linger time.Duration
-	// PackFrames keeps a frame's event packed when it packs (appendFrame),
-	// its JSON otherwise; off, every frame is its JSON. Every version from
-	// this one reads both: it is off by default so that replicas of an
-	// earlier version sharing the Redis (a rolling upgrade) read every
-	// frame this one writes.
-	PackFrames bool
+	// JSONFrames keeps every frame as its JSON. By default a frame's event
+	// is kept packed when it packs (appendFrame), its JSON otherwise.
+	// Every version from the one that first read packed frames reads both;
+	// a replica of an earlier one sharing the Redis (a rolling upgrade)
+	// reads JSON only, hence this.
+	JSONFrames bool
 	// Failed, when set, is told when the writes of a run's frames start
 	// failing (the first failure after a write that succeeded, or the
 	// first write), by the run's flusher.
@@ -128,8 +129,9 @@ func (s *Store) RunLog(cfg RunLogConfig) *RunLog {
 	if cfg.Failed == nil {
 		cfg.Failed = func(string, error) {}
 	}
-	return &RunLog{s: s, retention: cfg.Retention, maxFrames: cfg.MaxFrames, block: time.Second, maxPending: cfg.MaxPending,
-		linger: cfg.Linger, pack: cfg.PackFrames, failed: cfg.Failed, writers: map[string]*runWriter{}}
+	return &RunLog{s: s, block: time.Second, maxPending: cfg.MaxPending,
+		linger: cfg.Linger, pack: !cfg.JSONFrames, failed: cfg.Failed, writers: map[string]*runWriter{},
+		maxLenArg: strconv.Itoa(cfg.MaxFrames), expiryArg: strconv.FormatInt(cfg.Retention.Milliseconds(), 10)}
 }
 
 func (l *RunLog) key(run string) string {
@@ -145,8 +147,10 @@ func (l *RunLog) key(run string) string {
 // frames do not start at 0 (it expired while its run went on: they are
 // written where they belong, and older cursors are answered as trimmed).
 // Frames already there are skipped (a write tried again after a lost
-// reply). It answers the number of the last entry, "ENDED" when the log
-// had ended, or an error when the frames would leave a hole.
+// reply). It trims only a stream whose last entry's number is beyond
+// MAXLEN: one that holds no more entries than that needs none. It answers
+// the number of the last entry, "ENDED" when the log had ended, or an
+// error when the frames would leave a hole.
 var runWriteScript = goredis.NewScript(`
 if KEYS[2] then
   redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
@@ -185,7 +189,9 @@ if ARGV[6] == '1' then
   lastn = lastn + 1
   redis.call('XADD', KEYS[1], '0-' .. lastn, 'e', '')
 end
-redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
+if lastn > tonumber(ARGV[1]) then
+  redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return tostring(lastn)
 `)
@@ -194,16 +200,16 @@ return tostring(lastn)
 // after put when not nil. ended reports a log that had ended; last is the
 // number of its last entry otherwise.
 func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends []byte, end bool, put *indexPut) (last int64, ended bool, err error) {
-	endArg := "0"
+	var endArg any = "0" // a constant: boxed without an allocation
 	if end {
 		endArg = "1"
 	}
 	var cmd *goredis.Cmd
 	if put != nil {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxFrames, l.retention.Milliseconds(), first,
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg, put.field, put.value, put.ttl.Milliseconds())
 	} else {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxFrames, l.retention.Milliseconds(), first,
+		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg)
 	}
 	res, err := cmd.Text()
@@ -247,7 +253,8 @@ type runWriter struct {
 	opened bool
 	// err is the last write's failure, nil once one succeeded.
 	err error
-	// changed is closed (and replaced) when a write finished.
+	// changed, made when a caller waits for a write under way, is closed
+	// (and dropped) when that write finished.
 	changed chan struct{}
 }
 
@@ -291,7 +298,7 @@ func (l *RunLog) writer(ctx context.Context, run string) (*runWriter, error) {
 // newWriterLocked makes and records the writer of run, its next frame
 // numbered next.
 func (l *RunLog) newWriterLocked(run string, next int64) *runWriter {
-	w := &runWriter{run: run, next: next, writeBuffers: writeBufferPool.Get().(*writeBuffers), changed: make(chan struct{})}
+	w := &runWriter{run: run, next: next, writeBuffers: writeBufferPool.Get().(*writeBuffers)}
 	l.writers[run] = w
 	return w
 }
@@ -469,6 +476,9 @@ func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) e
 		}
 		return nil
 	}
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
 	changed := w.changed
 	w.mu.Unlock()
 	defer w.mu.Lock()
@@ -526,8 +536,10 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 		if ended { // by another writer: nothing more is written
 			w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
 		}
-		close(w.changed)
-		w.changed = make(chan struct{})
+		if w.changed != nil {
+			close(w.changed)
+			w.changed = nil
+		}
 		if err != nil {
 			break // tried again by the next Append, Read or End
 		}
@@ -717,7 +729,7 @@ func (l *RunLog) Read(ctx context.Context, run string, after int64, limit int) (
 const framePacked = 0x01
 
 // appendFrame appends f as its stream entry keeps it to b: with pack
-// (RunLogConfig.PackFrames), its event packed after framePacked when it is
+// (unless RunLogConfig.JSONFrames), its event packed after framePacked when it is
 // given as an event that packs (a delta packs into about a third of its
 // JSON, and in less time), else its JSON.
 func appendFrame(b []byte, f runs.Frame, pack bool) ([]byte, error) {

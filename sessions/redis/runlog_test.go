@@ -144,16 +144,17 @@ func TestRunLog(t *testing.T) {
 	}
 }
 
-// TestRunLogFrameForms: with PackFrames a frame given as an event that
-// packs is kept packed, in less than its JSON, one that does not pack (or
-// given as JSON) as its JSON, and reads give each back with the same JSON
-// and event; a log written as JSON (without PackFrames, or by a version
-// that did not pack: entries added here as it added them) reads as it
-// did, and a packed frame that does not unpack is an error, not a panic.
+// TestRunLogFrameForms: by default a frame given as an event that packs
+// is kept packed, in less than its JSON, one that does not pack (or given
+// as JSON) as its JSON, and reads give each back with the same JSON and
+// event; with JSONFrames every frame is its JSON; a log written as JSON
+// (with JSONFrames, or by a version that did not pack: entries added here
+// as it added them) reads as it did, and a packed frame that does not
+// unpack is an error, not a panic.
 func TestRunLogFrameForms(t *testing.T) {
 	srv := startServer(t)
 	st := newStore(t, Config{URL: srv.URL("")})
-	log := st.RunLog(RunLogConfig{Retention: time.Minute, PackFrames: true})
+	log := st.RunLog(RunLogConfig{Retention: time.Minute}) // the default: packed
 	ctx := context.Background()
 	ts := time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC) // the wire form keeps µs
 	delta := &sessions.Event{ID: "e1", InvocationID: "inv", Author: "agent", Timestamp: ts, Partial: true,
@@ -225,8 +226,8 @@ func TestRunLogFrameForms(t *testing.T) {
 	}
 	check("Follow", frames, want)
 
-	// Without PackFrames (the default) every frame is its JSON.
-	plain := st.RunLog(RunLogConfig{Retention: time.Minute})
+	// With JSONFrames every frame is its JSON, read back the same.
+	plain := st.RunLog(RunLogConfig{Retention: time.Minute, JSONFrames: true})
 	for _, f := range given {
 		if _, err := plain.Append(ctx, "plain", f); err != nil {
 			t.Fatal(err)
@@ -235,11 +236,20 @@ func TestRunLogFrameForms(t *testing.T) {
 	if err := plain.End(ctx, "plain"); err != nil {
 		t.Fatal(err)
 	}
-	for i, m := range st.client.XRange(ctx, plain.key("plain"), "0-2", "0-4").Val() {
+	plainStored := st.client.XRange(ctx, plain.key("plain"), "0-2", "0-4").Val()
+	if len(plainStored) != 3 {
+		t.Fatalf("with JSONFrames the stream has %d frames, want 3", len(plainStored))
+	}
+	for i, m := range plainStored {
 		if d := m.Values["d"].(string); d != string(want[i]) {
-			t.Errorf("without PackFrames, frame %d kept as %q, want its JSON %s", i, d, want[i])
+			t.Errorf("with JSONFrames, frame %d kept as %q, want its JSON %s", i, d, want[i])
 		}
 	}
+	frames, ended, err = log.Read(ctx, "plain", -1, 0)
+	if err != nil || !ended {
+		t.Fatalf("Read of JSON frames: ended %v, %v", ended, err)
+	}
+	check("Read of JSON frames", frames, want)
 
 	// A log an earlier version wrote: every frame its JSON.
 	old := log.key("old")
