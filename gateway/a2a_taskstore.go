@@ -53,11 +53,12 @@ func (t *a2aTask) record() ([]byte, error) {
 	t.mu.Lock()
 	task, running := t.snapshotLocked(nil), t.running
 	t.mu.Unlock()
-	wire, err := json.Marshal(a2a.EncodeTask(task, a2a.V03))
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(storedTask{Running: running, Task: wire})
+	// One pass: the task's wire form written in place (storedTask's
+	// Task, which reads it back).
+	return json.Marshal(struct {
+		Running bool `json:"running,omitempty"`
+		Task    any  `json:"task"`
+	}{running, a2a.EncodeTask(task, a2a.V03)})
 }
 
 // decodeStoredTask reads task id's record (of app and user); data that
