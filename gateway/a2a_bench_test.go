@@ -1,14 +1,9 @@
 package gateway_test
 
 import (
-	"bytes"
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/agentgate/agentgate/gateway"
-	"github.com/agentgate/agentgate/internal/benchenv"
 	sessionsredis "github.com/agentgate/agentgate/sessions/redis"
 )
 
@@ -29,19 +24,7 @@ func BenchmarkA2ATurn(b *testing.B) {
 				}
 			})
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m1","role":"user","parts":[{"kind":"text","text":"Hello, how are you?"}]}}}`)
-			want := []byte(`"state":"completed"`)
-			b.ReportAllocs()
-			cpu0 := benchenv.CPU()
-			for b.Loop() {
-				req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/a2a/pass", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				w := newConnRecorder()
-				gw.ServeHTTP(w, req)
-				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
-					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
-				}
-			}
-			b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			postTurns(b, gw, "/a2a/pass", body, []byte(`"state":"completed"`))
 		})
 	}
 }
