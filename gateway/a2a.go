@@ -10,7 +10,8 @@ package gateway
 // pauses on long-running calls is an input-required task, and a message
 // carrying its taskId answers the calls and resumes it. A task's turn goes
 // through the one lifecycle (turn.go); its record rides on its run in the
-// run registry; the record and the conversions are in a2a_tasks.go.
+// run registry, and with Redis sessions is written there for every replica
+// (a2a_taskstore.go); the record and the conversions are in a2a_tasks.go.
 
 import (
 	"context"
@@ -646,11 +647,8 @@ func (s *Server) a2aCancelTask(c *gin.Context, a *app, v a2a.Version, req a2a.Re
 		rpcFail(c, req.ID, notCancelable(t))
 		return
 	}
-	t.mu.Lock()
-	running := t.running
-	t.mu.Unlock()
 	switch {
-	case !running:
+	case !t.isRunning():
 		s.saveTask(c.Request.Context(), t)
 	case t.stored:
 		var err error
