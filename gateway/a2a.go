@@ -346,7 +346,8 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, st *a2
 	d.detached = !stream && p.ReturnImmediately
 	// running: a run of the task goes on or waits in the session's line
 	// (tasks/cancel cancels it).
-	task := &a2aTask{id: d.runID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now(), running: true}
+	task := &a2aTask{id: d.runID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now(), running: true,
+		shown: stream || p.ReturnImmediately || prev != nil}
 	if prev != nil {
 		prev.mu.Lock()
 		task.artifacts, task.history = append(task.artifacts, prev.artifacts...), append(task.history, prev.history...)
@@ -382,8 +383,11 @@ type taskRun struct {
 func (s *Server) newTaskRun(t *a2aTask) *taskRun {
 	t.mu.Lock()
 	t.state, t.status, t.updated, t.running = a2a.StateWorking, nil, s.cfg.Now(), true
+	shown := t.shown
 	t.mu.Unlock()
-	s.saveTask(context.Background(), t)
+	if shown {
+		s.saveTask(context.Background(), t)
+	}
 	return &taskRun{s: s, t: t, rec: taskRecorder{invID: t.id}, artifactID: "a-" + uuid.NewString()}
 }
 
@@ -487,6 +491,9 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	if turn.line != nil {
 		// Its session is busy: answered submitted at once, it waits in
 		// the line without the request, then runs as any other.
+		turn.task.mu.Lock()
+		turn.task.shown = true
+		turn.task.mu.Unlock()
 		submitted := turn.task.snapshot(nil)
 		s.saveTask(ctx, turn.task)
 		sink := &a2aSink{}

@@ -49,6 +49,11 @@ type a2aTask struct {
 	// stored: read from the task store, the record of a task this
 	// process does not hold (see a2aFindTask).
 	stored bool
+	// shown: its id reaches a client before its end (a stream, an answer
+	// at once, a follow-up of a task the client has): only such a task's
+	// start is written to the task store. A blocking message/send's task
+	// is known to nobody until it is answered, at its end.
+	shown bool
 }
 
 // snapshot returns the task's wire form, its history cut to the last

@@ -3,9 +3,10 @@ package gateway
 // Task records every replica reads. With a TaskStore (Redis sessions),
 // each change of a task that tasks/get shows is written there as well as
 // kept in the task's run (a few writes a task: submitted when it waits in
-// its session's line, working when a run of it begins, its end; never a
-// streamed delta), so that tasks/get and tasks/cancel find it on any
-// replica. Without one (memory sessions) tasks are this process's alone.
+// its session's line, working when a run of it begins and a client has its
+// id (a2aTask.shown), its end; never a streamed delta), so that tasks/get
+// and tasks/cancel find it on any replica. Without one (memory sessions)
+// tasks are this process's alone.
 
 import (
 	"context"

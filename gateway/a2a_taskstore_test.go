@@ -19,6 +19,7 @@ type mapTasks struct {
 	mu   sync.Mutex
 	recs map[string][]byte
 	ttls map[string]time.Duration
+	puts map[string]int // writes of each record
 }
 
 func taskKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
@@ -27,6 +28,7 @@ func (m *mapTasks) PutTask(_ context.Context, app, user, id string, record []byt
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs[taskKey(app, user, id)], m.ttls[taskKey(app, user, id)] = slices.Clone(record), retention
+	m.puts[taskKey(app, user, id)]++
 	return nil
 }
 
@@ -43,7 +45,7 @@ func (m *mapTasks) GetTask(_ context.Context, app, user, id string) ([]byte, err
 // taskPeers are two gateways on one session store and one task store, as
 // two replicas on one Redis (without a run index: nothing runs across).
 func taskPeers(t *testing.T) (a, b *peer, tasks *mapTasks) {
-	tasks = &mapTasks{recs: map[string][]byte{}, ttls: map[string]time.Duration{}}
+	tasks = &mapTasks{recs: map[string][]byte{}, ttls: map[string]time.Duration{}, puts: map[string]int{}}
 	store := sessions.NewMemoryService(sessions.MemoryConfig{})
 	mk := func() *peer {
 		p := &peer{t: t, store: store, remotes: a2a.NewRemotes(a2a.NewClient(a2a.ClientConfig{}), nil)}
@@ -125,5 +127,24 @@ func TestA2ATaskStoreBadRecord(t *testing.T) {
 				t.Errorf("record %d, %s: %v", i, m, got)
 			}
 		}
+	}
+}
+
+// A blocking message/send of a new task writes its record once, at its
+// end (nobody has its id before); a follow-up of a task, whose id the
+// client has, writes its start as well.
+func TestA2ATaskStoreWritesOfABlockingSend(t *testing.T) {
+	a, _, tasks := taskPeers(t)
+	res := a.rpc("asker", "message/send", map[string]any{"message": textMsg("help me choose", nil)})
+	id := dig(res, "result", "id").(string)
+	if n := tasks.puts[taskKey("asker", "anonymous", id)]; n != 1 {
+		t.Errorf("a blocking send of a new task wrote its record %d times, want 1 (its end)", n)
+	}
+	res = a.rpc("asker", "message/send", map[string]any{"message": textMsg("pro", map[string]any{"taskId": id})})
+	if dig(res, "result", "status", "state") != "completed" {
+		t.Fatalf("the follow-up: %v", res)
+	}
+	if n := tasks.puts[taskKey("asker", "anonymous", id)]; n != 3 {
+		t.Errorf("after a follow-up the record was written %d times, want 3 (working, then its end)", n)
 	}
 }
