@@ -10,7 +10,8 @@ package gateway
 // pauses on long-running calls is an input-required task, and a message
 // carrying its taskId answers the calls and resumes it. A task's turn goes
 // through the one lifecycle (turn.go); its record rides on its run in the
-// run registry; the record and the conversions are in a2a_tasks.go.
+// run registry, and with Redis sessions is written there for every replica
+// (a2a_taskstore.go); the record and the conversions are in a2a_tasks.go.
 
 import (
 	"context"
@@ -301,8 +302,9 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, st *a2
 	contextID := msg.ContextID
 	var prev *a2aTask
 	if msg.TaskID != "" {
-		if prev = s.a2aTaskByID(ctx, msg.TaskID); prev != nil && (prev.app != a.ID || prev.user != user) {
-			prev = nil
+		var err error
+		if prev, err = s.a2aFindTask(ctx, a.ID, user, msg.TaskID); err != nil {
+			return nil, err
 		}
 		if contextID == "" {
 			if prev == nil {
@@ -344,7 +346,8 @@ func (s *Server) a2aBegin(ctx context.Context, a *app, p *a2a.SendParams, st *a2
 	d.detached = !stream && p.ReturnImmediately
 	// running: a run of the task goes on or waits in the session's line
 	// (tasks/cancel cancels it).
-	task := &a2aTask{id: d.runID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now(), running: true}
+	task := &a2aTask{id: d.runID, contextID: contextID, app: a.ID, user: user, state: a2a.StateSubmitted, updated: s.cfg.Now(), running: true,
+		shown: stream || p.ReturnImmediately || prev != nil}
 	if prev != nil {
 		prev.mu.Lock()
 		task.artifacts, task.history = append(task.artifacts, prev.artifacts...), append(task.history, prev.history...)
@@ -380,7 +383,11 @@ type taskRun struct {
 func (s *Server) newTaskRun(t *a2aTask) *taskRun {
 	t.mu.Lock()
 	t.state, t.status, t.updated, t.running = a2a.StateWorking, nil, s.cfg.Now(), true
+	shown := t.shown
 	t.mu.Unlock()
+	if shown {
+		s.saveTask(context.Background(), t)
+	}
 	return &taskRun{s: s, t: t, rec: taskRecorder{invID: t.id}, artifactID: "a-" + uuid.NewString()}
 }
 
@@ -407,7 +414,7 @@ func (r *taskRun) finish(ctx context.Context, err error) *a2a.Event {
 		return &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: t.id, ContextID: t.contextID, Parts: parts}
 	}
 	switch {
-	case err != nil && (errors.Is(err, errTaskCanceled) || errors.Is(context.Cause(ctx), errTaskCanceled)):
+	case err != nil && (errors.Is(err, errTaskCanceled) || errors.Is(context.Cause(ctx), errTaskCanceled) || errors.Is(err, errRunCancelled)):
 		st, msg = a2a.StateCanceled, agentMsg(a2a.TextPart("The task was canceled."))
 	case err != nil && classify(err).status == 499:
 		st, msg = a2a.StateCanceled, agentMsg(a2a.TextPart("The client went away; the task was canceled."))
@@ -444,6 +451,7 @@ func (r *taskRun) finish(ctx context.Context, err error) *a2a.Event {
 	}
 	t.state, t.status, t.updated, t.running = st, msg, r.s.cfg.Now(), false
 	t.mu.Unlock()
+	r.s.saveTask(ctx, t)
 	return &a2a.Event{Status: &a2a.StatusUpdate{TaskID: t.id, ContextID: t.contextID, Final: true,
 		Status: a2a.TaskStatus{State: st, Message: msg, Timestamp: r.s.cfg.Now().UTC().Format(time.RFC3339Nano)}}}
 }
@@ -458,7 +466,7 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	}
 	var st *a2aStream
 	if stream {
-		st = &a2aStream{c: c, v: v, id: req.ID, historyLength: p.HistoryLength}
+		st = &a2aStream{s: s, c: c, v: v, id: req.ID, historyLength: p.HistoryLength}
 	}
 	turn, err := s.a2aBegin(c.Request.Context(), a, &p, st)
 	if err != nil {
@@ -483,7 +491,11 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	if turn.line != nil {
 		// Its session is busy: answered submitted at once, it waits in
 		// the line without the request, then runs as any other.
+		turn.task.mu.Lock()
+		turn.task.shown = true
+		turn.task.mu.Unlock()
 		submitted := turn.task.snapshot(nil)
+		s.saveTask(ctx, turn.task)
 		sink := &a2aSink{}
 		go s.runQueued(ctx, &turn.turn, sink, func() { sink.r = s.newTaskRun(turn.task) })
 		rpcResult(c, req.ID, a2a.EncodeEvent(a2a.Event{Task: submitted}, v))
@@ -554,6 +566,7 @@ func (aa *a2aAnswer) end(ctx context.Context, err error) {
 // a working status once it runs.
 type a2aStream struct {
 	a2aSink
+	s             *Server
 	c             *gin.Context
 	t             *a2aTurn
 	v             a2a.Version
@@ -565,6 +578,7 @@ type a2aStream struct {
 // queued starts the stream with the task, submitted, as its turn joins its
 // session's line.
 func (st *a2aStream) queued() error {
+	st.s.saveTask(st.c.Request.Context(), st.t.task)
 	st.w = startSSE(st.c.Writer, nil, &st.t.pace)
 	return st.send(a2a.Event{Task: st.t.task.snapshot(st.historyLength)})
 }
@@ -611,10 +625,12 @@ func (s *Server) a2aTaskOf(c *gin.Context, a *app, req a2a.Request) (*a2aTask, a
 		rpcFail(c, req.ID, invalidParams("want {id, historyLength?}."))
 		return nil, q
 	}
-	t := s.a2aTaskByID(c.Request.Context(), q.ID)
-	if t == nil || t.app != a.ID || t.user != a2aUser(c.Request.Context(), q.Metadata) {
+	t, err := s.a2aFindTask(c.Request.Context(), a.ID, a2aUser(c.Request.Context(), q.Metadata), q.ID)
+	switch {
+	case err != nil:
+		rpcFail(c, req.ID, rpcErrorOf(err))
+	case t == nil:
 		rpcFail(c, req.ID, taskNotFound(q.ID))
-		return nil, q
 	}
 	return t, q
 }
@@ -626,37 +642,77 @@ func (s *Server) a2aGetTask(c *gin.Context, a *app, v a2a.Version, req a2a.Reque
 }
 
 // a2aCancelTask cancels a running task (and waits for its run to stop) or
-// a paused one; a task that already ended cannot be canceled.
+// a paused one; a task that already ended cannot be canceled. A task
+// another replica runs is canceled through the run index (see
+// a2aCancelStored).
 func (s *Server) a2aCancelTask(c *gin.Context, a *app, v a2a.Version, req a2a.Request) {
 	t, _ := s.a2aTaskOf(c, a, req)
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
-	running, st := t.running, t.state
-	switch {
-	case running:
-	case st.Terminal():
-		t.mu.Unlock()
-		rpcFail(c, req.ID, &a2a.RPCError{Code: a2a.CodeTaskNotCancelable, Message: "Task " + t.id + " cannot be canceled: it is " + string(st) + "."})
+	if !t.cancelPaused(s.cfg.Now()) {
+		rpcFail(c, req.ID, notCancelable(t))
 		return
-	default:
-		msg := &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: t.id, ContextID: t.contextID,
-			Parts: []a2a.Part{a2a.TextPart("The task was canceled.")}}
-		t.state, t.status, t.updated = a2a.StateCanceled, msg, s.cfg.Now()
-		t.history = append(t.history, *msg)
 	}
-	t.mu.Unlock()
-	if rec, err := s.runs.Get(c.Request.Context(), t.id); running && err == nil {
-		rec.Cancel(errTaskCanceled)
-		timer := time.NewTimer(a2aCancelWait)
-		defer timer.Stop()
-		select {
-		case <-rec.Done():
-		case <-timer.C:
-		case <-c.Request.Context().Done():
+	switch {
+	case !t.isRunning():
+		s.saveTask(c.Request.Context(), t)
+	case t.stored:
+		var err error
+		if t, err = s.a2aCancelStored(c.Request.Context(), t); err != nil {
+			if c.Request.Context().Err() == nil {
+				rpcFail(c, req.ID, rpcErrorOf(err))
+			}
 			return
+		}
+	default:
+		if rec, err := s.runs.Get(c.Request.Context(), t.id); err == nil {
+			rec.Cancel(errTaskCanceled)
+			timer := time.NewTimer(a2aCancelWait)
+			defer timer.Stop()
+			select {
+			case <-rec.Done():
+			case <-timer.C:
+			case <-c.Request.Context().Done():
+				return
+			}
 		}
 	}
 	rpcResult(c, req.ID, a2a.EncodeTask(t.snapshot(nil), v))
+}
+
+// cancelPaused ends the task canceled when it is paused (neither running
+// nor over); it reports false when the task is over, which cannot be
+// canceled.
+func (t *a2aTask) cancelPaused(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.running:
+	case t.state.Terminal():
+		return false
+	default:
+		msg := &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: t.id, ContextID: t.contextID,
+			Parts: []a2a.Part{a2a.TextPart("The task was canceled.")}}
+		t.state, t.status, t.updated = a2a.StateCanceled, msg, now
+		t.history = append(t.history, *msg)
+	}
+	return true
+}
+
+func notCancelable(t *a2aTask) *a2a.RPCError {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return &a2a.RPCError{Code: a2a.CodeTaskNotCancelable, Message: "Task " + t.id + " cannot be canceled: it is " + string(t.state) + "."}
+}
+
+// a2aCancelStored cancels task t that another replica runs (or queues):
+// the run index tells that replica, which ends the run canceled and
+// records the task's end; the task is returned as its record is once it
+// ended, or after storedTaskWait as last read (still running).
+func (s *Server) a2aCancelStored(ctx context.Context, t *a2aTask) (*a2aTask, error) {
+	if err := s.runs.CancelElsewhere(ctx, t.id); err != nil {
+		return nil, err
+	}
+	return s.awaitStoredEnd(ctx, t)
 }

@@ -23,7 +23,8 @@ import (
 // running process knows: the live state and the text so far. It rides on
 // the task's run in the run registry (runs.Spec.Value), which cancels the
 // run and keeps the record for taskRetention after it, so tasks/get can
-// still answer.
+// still answer. With a task store (a2a_taskstore.go) every change of it
+// is written there too, for the other replicas.
 
 // taskRetention is how long the run registry keeps a task after its run
 // ended, for tasks/get.
@@ -45,6 +46,14 @@ type a2aTask struct {
 	updated   time.Time
 	// running is set while a run of the task goes on.
 	running bool
+	// stored: read from the task store, the record of a task this
+	// process does not hold (see a2aFindTask).
+	stored bool
+	// shown: its id reaches a client before its end (a stream, an answer
+	// at once, a follow-up of a task the client has): only such a task's
+	// start is written to the task store. A blocking message/send's task
+	// is known to nobody until it is answered, at its end.
+	shown bool
 }
 
 // snapshot returns the task's wire form, its history cut to the last
@@ -52,12 +61,22 @@ type a2aTask struct {
 func (t *a2aTask) snapshot(historyLength *int) *a2a.Task {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.snapshotLocked(historyLength)
+}
+
+func (t *a2aTask) snapshotLocked(historyLength *int) *a2a.Task {
 	out := &a2a.Task{ID: t.id, ContextID: t.contextID, Status: a2a.TaskStatus{State: t.state, Message: t.status,
 		Timestamp: t.updated.UTC().Format(time.RFC3339Nano)}, Artifacts: slices.Clone(t.artifacts), History: slices.Clone(t.history)}
 	if historyLength != nil && *historyLength >= 0 && len(out.History) > *historyLength {
 		out.History = out.History[len(out.History)-*historyLength:]
 	}
 	return out
+}
+
+func (t *a2aTask) isRunning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
 }
 
 func (t *a2aTask) setState(st a2a.TaskState, msg *a2a.Message, now time.Time) {

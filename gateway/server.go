@@ -79,6 +79,11 @@ type Config struct {
 	// runs listed, re-attached to and cancelled from any replica. With
 	// it RunLog must be shared too.
 	RunIndex runs.Index
+	// Tasks, when set, keeps the A2A task records every replica reads
+	// (Redis): tasks/get and tasks/cancel on any replica. Without it a
+	// task is known to the process that ran it. With it RunIndex must be
+	// set too (a task running elsewhere is canceled through it).
+	Tasks TaskStore
 	// RunRetention is how long a run's frames are kept after it ended
 	// (runs.retention, default 1h).
 	RunRetention time.Duration

@@ -132,12 +132,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	// The limits, run log and run index are shared by the replicas when
-	// the sessions are (Redis), else kept in this process (gateway.Config's
-	// defaults).
+	// The limits, run log, run index and A2A task records are shared by
+	// the replicas when the sessions are (Redis), else kept in this process
+	// (gateway.Config's defaults).
 	var limiter limits.Limiter
 	var runLog runs.EventLog
 	var runIndex runs.Index
+	var tasks gateway.TaskStore
 	if rs, ok := store.(*sessionsredis.Store); ok {
 		limiter = rs.Limiter()
 		runLog = rs.RunLog(sessionsredis.RunLogConfig{Retention: cmp.Or(cfg.Runs.Retention, gateway.DefaultRunRetention), JSONFrames: !*cfg.Runs.PackFrames,
@@ -146,6 +147,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 				log.Warn("run log: writing the frames of a run failed; they wait, and are tried again", "invocation_id", run, "err", err)
 			}})
 		runIndex = rs.RunIndex()
+		tasks = rs.TaskStore()
 	}
 	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, BodyReadTimeout: cfg.Server.BodyReadTimeout, WriteTimeout: cfg.Server.WriteTimeout,
@@ -154,7 +156,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		CORSOrigins: cfg.Server.CORSOrigins, Version: version, Auth: authn, PublicPaths: cfg.Auth.PublicPaths,
 		PublicURL: cfg.Server.PublicURL, Telemetry: tel, RunRetention: cfg.Runs.Retention,
 		Limits: cfg.Limits.Values(), Limiter: limiter,
-		RunMaxEnded: cfg.Runs.MaxEnded, RunMaxBytes: cfg.Runs.MaxBytes, RunLog: runLog, RunIndex: runIndex})
+		RunMaxEnded: cfg.Runs.MaxEnded, RunMaxBytes: cfg.Runs.MaxBytes, RunLog: runLog, RunIndex: runIndex, Tasks: tasks})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

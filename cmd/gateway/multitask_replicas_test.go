@@ -53,6 +53,19 @@ func (u *heldUpstream) lastCall() []string {
 	return u.calls[len(u.calls)-1]
 }
 
+// enqueue makes the replicas' model desk multitask enqueue.
+func (r replicas) enqueue(t *testing.T) {
+	t.Helper()
+	conf, err := os.ReadFile(r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = []byte(strings.Replace(string(conf), "{id: desk, agent: desk}", "{id: desk, agent: desk, multitask: enqueue}", 1))
+	if err := os.WriteFile(r.cfg, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Two gateway binaries on one private Redis, the model's multitask
 // enqueue (config): turns sent on either replica while one runs wait in
 // the session's line, listed queued by both, and run in the order they
@@ -62,14 +75,7 @@ func (u *heldUpstream) lastCall() []string {
 // its user message kept), then runs.
 func TestReplicasMultitask(t *testing.T) {
 	r := heldReplicas(t, "")
-	conf, err := os.ReadFile(r.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf = []byte(strings.Replace(string(conf), "{id: desk, agent: desk}", "{id: desk, agent: desk, multitask: enqueue}", 1))
-	if err := os.WriteFile(r.cfg, conf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	r.enqueue(t)
 	up, a, b := r.up, r.start(t), r.start(t)
 
 	t.Run("enqueue", func(t *testing.T) {
