@@ -33,6 +33,9 @@ func TestAppendChunkFrameMatchesMarshal(t *testing.T) {
 			CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 6, AudioTokens: 7, AcceptedPredictionTokens: 8, RejectedPredictionTokens: 9}}},
 		ChatCompletionChunk{Choices: []ChunkChoice{{Logprobs: json.RawMessage(`{ "content" : null }`)}, {Index: 1}}},
 	)
+	// One ChunkFramer through every chunk, each twice (what it keeps of
+	// the chunk before, then a new head or extension), writes the same.
+	var f ChunkFramer
 	for i, c := range chunks {
 		want, err := json.Marshal(c)
 		if err != nil {
@@ -42,6 +45,12 @@ func TestAppendChunkFrameMatchesMarshal(t *testing.T) {
 		got, err := AppendChunkFrame([]byte("prefix"), &c)
 		if err != nil || string(got) != "prefix"+string(want) {
 			t.Errorf("chunk %d:\n got %q, %v\nwant %q", i, got, err, "prefix"+string(want))
+		}
+		for range 2 {
+			got, err = f.Append([]byte("prefix"), &c)
+			if err != nil || string(got) != "prefix"+string(want) {
+				t.Errorf("chunk %d, framed:\n got %q, %v\nwant %q", i, got, err, "prefix"+string(want))
+			}
 		}
 	}
 }
