@@ -435,6 +435,9 @@ func (cs *chatSink) fail(w *sseWriter, err error) {
 type chatStream struct {
 	chatSink
 	w *sseWriter // nil until the first frame or keepalive
+	// framer writes the chunks, keeping what each repeats of the one
+	// before.
+	framer openaiwire.ChunkFramer
 }
 
 // start sends the headers with the first frame, in one flush.
@@ -494,7 +497,7 @@ func sendFrames[T any](st frameStream, items []T, appendFrame func([]byte, *T) (
 
 // write sends an event's chunks, and then tail.
 func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string) error {
-	return sendFrames(cs, chunks, openaiwire.AppendChunkFrame, tail)
+	return sendFrames(cs, chunks, cs.framer.Append, tail)
 }
 
 // event writes what a client sees of one event of the run.

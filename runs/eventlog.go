@@ -401,7 +401,13 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 		l.first += int64(over)
 	}
 	l.wakeLocked()
-	m.sweepLocked()
+	// An append ends no log and moves no clock forward that Open, End
+	// and Read do not sweep for: it sweeps only when what it added took
+	// the logs past their bound (a frame of a streamed turn is appended
+	// per delta; a sweep reads the clock).
+	if m.bytes > m.cfg.MaxBytes {
+		m.sweepLocked()
+	}
 	return f.Seq, nil
 }
 

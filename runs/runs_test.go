@@ -1079,3 +1079,29 @@ func TestSetNewIDOpensFresh(t *testing.T) {
 	}
 	run.Finish(ctx, nil)
 }
+
+// BenchmarkMemoryLogTurn: a streamed turn's frames in the memory log, 22
+// events appended one by one (the role, 20 deltas, the answer), then the
+// log ended; per turn, on a log that keeps the turns before it.
+func BenchmarkMemoryLogTurn(b *testing.B) {
+	ctx := context.Background()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	evs := make([]*sessions.Event, 22)
+	for i := range evs {
+		evs[i] = textEvent("e-1", fmt.Sprint("tok", i, " "))
+	}
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		id := fmt.Sprint("run-", n)
+		for _, ev := range evs {
+			if _, err := log.Append(ctx, id, runs.Frame{Event: ev}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := log.End(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

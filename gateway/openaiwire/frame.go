@@ -56,6 +56,14 @@ func appendHead(b []byte, id, object string, created int64, model string) []byte
 // Logprobs must be nil.
 func appendChunk(b []byte, c *ChatCompletionChunk) []byte {
 	b = appendHead(b, c.ID, orDefault(c.Object, ObjectChunk), c.Created, c.Model)
+	b = appendChunkChoices(b, c)
+	b = appendExtension(b, &c.Agentgate)
+	return append(b, '}')
+}
+
+// appendChunkChoices writes what of c is between its head (appendHead)
+// and its extension: the choices, from the first one on, and the usage.
+func appendChunkChoices(b []byte, c *ChatCompletionChunk) []byte {
 	for i := range c.Choices {
 		if i > 0 {
 			b = append(b, ',')
@@ -67,8 +75,52 @@ func appendChunk(b []byte, c *ChatCompletionChunk) []byte {
 		b = append(b, `,"usage":`...)
 		b = appendUsage(b, c.Usage)
 	}
-	b = appendExtension(b, &c.Agentgate)
-	return append(b, '}')
+	return b
+}
+
+// ChunkFramer is AppendChunkFrame for the chunks of one response. They all
+// repeat its id, object, created time and model, and most repeat the
+// agentgate extension of the chunk before: those members are encoded
+// once, kept, and copied into each frame while they stay the same (a
+// streamed answer is a chunk per delta). The frames are byte for byte
+// AppendChunkFrame's. The zero value is ready to use, by one goroutine at
+// a time.
+type ChunkFramer struct {
+	// kept is the head (appendHead) of id, object, created and model, up
+	// to head, then the extension member of ext.
+	kept              []byte
+	head              int
+	id, object, model string
+	created           int64
+	ext               Extension
+}
+
+// Append appends c as one server-sent event, "data: <json>\n\n", to dst.
+func (f *ChunkFramer) Append(dst []byte, c *ChatCompletionChunk) ([]byte, error) {
+	for i := range c.Choices {
+		if c.Choices[i].Logprobs != nil {
+			return AppendChunkFrame(dst, c)
+		}
+	}
+	object := orDefault(c.Object, ObjectChunk)
+	if f.kept == nil || c.ID != f.id || object != f.object || c.Created != f.created || c.Model != f.model || c.Agentgate != f.ext {
+		// Room for the members as they are, their names and numbers: one
+		// allocation, unless their strings need escapes.
+		n := len(c.ID) + len(object) + len(c.Model) + len(c.Agentgate.Author) + len(c.Agentgate.InvocationID) +
+			len(c.Agentgate.TransferToAgent) + 128
+		if cap(f.kept) < n {
+			f.kept = make([]byte, 0, n)
+		}
+		f.kept = appendHead(f.kept[:0], c.ID, object, c.Created, c.Model)
+		f.head = len(f.kept)
+		f.kept = appendExtension(f.kept, &c.Agentgate)
+		f.id, f.object, f.created, f.model, f.ext = c.ID, object, c.Created, c.Model, c.Agentgate
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, f.kept[:f.head]...)
+	dst = appendChunkChoices(dst, c)
+	dst = append(dst, f.kept[f.head:]...)
+	return append(dst, "}\n\n"...), nil
 }
 
 // AppendCompletion appends c as JSON to dst: byte for byte what

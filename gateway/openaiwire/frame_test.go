@@ -33,6 +33,9 @@ func TestAppendChunkFrameMatchesMarshal(t *testing.T) {
 			CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: 6, AudioTokens: 7, AcceptedPredictionTokens: 8, RejectedPredictionTokens: 9}}},
 		ChatCompletionChunk{Choices: []ChunkChoice{{Logprobs: json.RawMessage(`{ "content" : null }`)}, {Index: 1}}},
 	)
+	// One ChunkFramer through every chunk, each twice (what it keeps of
+	// the chunk before, then a new head or extension), writes the same.
+	var f ChunkFramer
 	for i, c := range chunks {
 		want, err := json.Marshal(c)
 		if err != nil {
@@ -42,6 +45,12 @@ func TestAppendChunkFrameMatchesMarshal(t *testing.T) {
 		got, err := AppendChunkFrame([]byte("prefix"), &c)
 		if err != nil || string(got) != "prefix"+string(want) {
 			t.Errorf("chunk %d:\n got %q, %v\nwant %q", i, got, err, "prefix"+string(want))
+		}
+		for range 2 {
+			got, err = f.Append([]byte("prefix"), &c)
+			if err != nil || string(got) != "prefix"+string(want) {
+				t.Errorf("chunk %d, framed:\n got %q, %v\nwant %q", i, got, err, "prefix"+string(want))
+			}
 		}
 	}
 }
@@ -71,4 +80,30 @@ func TestAppendCompletionMatchesMarshal(t *testing.T) {
 			t.Errorf("completion %d:\n got %s, %v\nwant %s", i, got, err, want)
 		}
 	}
+}
+
+// BenchmarkChunkFrame: a streamed delta's chunk framed on its own
+// (AppendChunkFrame) and by the response's ChunkFramer, which keeps what
+// each chunk repeats:
+//
+//	go test -run '^$' -bench ChunkFrame -benchmem ./gateway/openaiwire/
+func BenchmarkChunkFrame(b *testing.B) {
+	text := " tokens"
+	c := ChatCompletionChunk{ID: "chatcmpl-7f3c9b2e4d5a46c8a1b0e9f8d7c6b5a4", Object: ObjectChunk, Created: 1700000000,
+		Model: "support-triage", Choices: []ChunkChoice{{Delta: Delta{Content: &text}}},
+		Agentgate: Extension{Author: "triage", InvocationID: "e-2f1d8c7b-6a5e-4d3c-9b2a-1f0e9d8c7b6a"}}
+	buf := make([]byte, 0, 1024)
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendChunkFrame(buf[:0], &c)
+		}
+	})
+	b.Run("framer", func(b *testing.B) {
+		var f ChunkFramer
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = f.Append(buf[:0], &c)
+		}
+	})
 }

@@ -34,17 +34,17 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 	if c.Usage != nil {
 		s.usage = usage(c.Usage)
 	}
-	var content *modelContent
+	var p *partialResponse
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // we ask for one choice
 		}
 		// Reasoning text (vLLM, DeepSeek, Ollama, ...) becomes thought parts.
 		if t := ch.Delta.reasoning(); t != "" {
-			content = content.text(t, true)
+			p = p.text(t, true)
 		}
 		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
-			content = content.text(t, false)
+			p = p.text(t, false)
 		}
 		for i := range ch.Delta.ToolCalls {
 			s.calls.add(&ch.Delta.ToolCalls[i])
@@ -53,12 +53,29 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 			s.finish = ch.FinishReason
 		}
 	}
-	if content == nil {
+	if p == nil {
 		return nil
 	}
-	r := &model.Response{Content: &content.c, Partial: true, ModelVersion: s.version}
-	s.agg.Add(r)
-	return r
+	p.r = model.Response{Content: &p.m.c, Partial: true, ModelVersion: s.version}
+	s.agg.Add(&p.r)
+	return &p.r
+}
+
+// partialResponse is a streamed delta's response and its content, in one
+// allocation.
+type partialResponse struct {
+	r model.Response
+	m modelContent
+}
+
+// text appends a text part to p's content, p made on the first call (p
+// nil), and returns p.
+func (p *partialResponse) text(t string, thought bool) *partialResponse {
+	if p == nil {
+		p = new(partialResponse)
+	}
+	p.m.add(t, thought)
+	return p
 }
 
 // modelContent is a model's content with room for one part, in one
@@ -73,16 +90,23 @@ type modelContent struct {
 // text appends a text part to m, made on the first call (m nil), and
 // returns it.
 func (m *modelContent) text(t string, thought bool) *modelContent {
-	var p *genai.Part
 	if m == nil {
-		m = &modelContent{c: genai.Content{Role: genai.RoleModel}}
-		m.c.Parts, p = m.parts[:0], &m.first
+		m = new(modelContent)
+	}
+	m.add(t, thought)
+	return m
+}
+
+// add appends a text part to m, the first one in m's own room.
+func (m *modelContent) add(t string, thought bool) {
+	var p *genai.Part
+	if m.c.Parts == nil {
+		m.c.Role, m.c.Parts, p = genai.RoleModel, m.parts[:0], &m.first
 	} else {
 		p = new(genai.Part)
 	}
 	*p = genai.Part{Text: t, Thought: thought}
 	m.c.Parts = append(m.c.Parts, p)
-	return m
 }
 
 // final returns the one aggregated response of the turn.
