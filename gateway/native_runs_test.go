@@ -421,3 +421,55 @@ func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
 		t.Errorf("re-attached on another replica: %q\nthe run's own client after %s: %q", got, id0, want)
 	}
 }
+
+// A run answered whole at its end (/run, not streamed) writes its entry in
+// the shared run index a second after it is named rather than at once
+// (runs.Run.PutLater): another replica lists it running once that passed,
+// and completed as soon as it ended.
+func TestRunsWholeAnswerListedElsewhere(t *testing.T) {
+	verifyNoLeaks(t)
+	prefix := redisPrefix()
+	replica := func() fixtureOpt {
+		st := redisStore(t, prefix)
+		return func(c *gateway.Config) {
+			c.Sessions, c.RunLog, c.RunIndex = st, st.RunLog(sessionsredis.RunLogConfig{}), st.RunIndex()
+		}
+	}
+	g := newGatedModel()
+	runner, other := newNativeFixture(t, g.fn, replica()), newNativeFixture(t, g.fn, replica())
+	for _, f := range []*nativeFixture{runner, other} {
+		t.Cleanup(func() {
+			grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f.shutdown(grace)
+		})
+	}
+	runner.createSession("fake", "s1")
+	answered := make(chan []map[string]any, 1)
+	go func() {
+		var out []map[string]any
+		b := runner.mustDo(http.StatusOK, http.MethodPost, "/run", `{"appName":"fake","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"x"}]}}`)
+		_ = json.Unmarshal(b, &out)
+		answered <- out
+	}()
+	<-g.started
+	var inv string
+	waitFor(t, "the run listed running on the other replica", func() bool {
+		for _, r := range other.listRuns() {
+			if r["status"] == "running" {
+				inv, _ = r["invocationId"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	close(g.gate)
+	out := <-answered
+	if len(out) == 0 || out[len(out)-1]["invocationId"] != inv {
+		t.Fatalf("the answer's events %v, not of run %q", out, inv)
+	}
+	list := other.listRuns()
+	if len(list) != 1 || list[0]["invocationId"] != inv || list[0]["status"] != "completed" {
+		t.Errorf("runs on the other replica once answered: %v, want %s completed", list, inv)
+	}
+}
