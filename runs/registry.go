@@ -575,6 +575,7 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.info.Updated, run.info.Ended = now, now
 	id := run.info.ID
 	cancel, late := run.cancel, run.putTimer
+	run.putTimer = nil // not kept with the ended run
 	run.mu.Unlock()
 	cancel(nil)
 	if late != nil && !late.Stop() {
