@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -172,42 +170,4 @@ func checkRoundTrips(t *testing.T, s *Store, appApp int64) {
 func TestRoundTrips(t *testing.T) {
 	srv := startServer(t)
 	checkRoundTrips(t, newStore(t, Config{URL: srv.URL(""), TTL: time.Hour}), 1)
-}
-
-// A run whose index entry is put later (runs.Run.PutLater: a non-streamed
-// answer's) and that ends before it is due costs one round trip in all:
-// the script that writes its frames, its end and its one index entry,
-// which another replica then reads.
-func TestRunPutLaterRoundTrips(t *testing.T) {
-	srv := startServer(t)
-	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
-	st := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
-	other := newStore(t, Config{URL: srv.URL(""), KeyPrefix: prefix})
-	ctx := t.Context()
-	reg := runs.NewRegistry(runs.Config{Log: st.RunLog(RunLogConfig{Linger: time.Hour}), Index: st.RunIndex()})
-	defer reg.Close()
-	turn := func(id string) error {
-		run, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
-		if err != nil {
-			return err
-		}
-		run.PutLater(time.Hour)
-		if err = run.SetNewID(ctx, id); err == nil {
-			_, err = run.Append(ctx, runFrame("0"))
-		}
-		run.Finish(ctx, err)
-		return err
-	}
-	if err := turn("warm"); err != nil { // scripts loaded, connections open
-		t.Fatal(err)
-	}
-	rt := &roundTrips{}
-	st.client.AddHook(rt)
-	if n := rt.count(t, func() error { return turn("run") }); n != 1 {
-		t.Errorf("a run put later that ended first: %d round trips, want 1", n)
-	}
-	readEnded(t, other.RunLog(RunLogConfig{}), "run", -1, wantFrames(0, 1))
-	if in, err := other.RunIndex().Get(ctx, "app", "u", "s", "run"); err != nil || in.Status != runs.StatusCompleted || in.Ended.IsZero() {
-		t.Errorf("index entry on another replica: %+v, %v", in, err)
-	}
 }
