@@ -278,6 +278,8 @@ type nativeAnswer struct {
 	out []*sessions.Event
 }
 
+func (*nativeAnswer) answersWhole() {}
+
 func (na *nativeAnswer) event(ev *sessions.Event) error {
 	for _, f := range na.frames(ev) {
 		na.t.logFrame(f)

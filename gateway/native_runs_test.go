@@ -380,13 +380,12 @@ func TestStatelessTurnsKeepNoFrames(t *testing.T) {
 	}
 }
 
-// A run's id is made by its first event, and its Redis log created by its
-// first write (runs.FreshOpener): a client re-attaching on another
-// replica in between (here the replica running the run writes only at
-// its end) finds the run running in the run index and no log yet, and
-// gets every frame once they are written, rather than a 410.
-func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
-	verifyNoLeaks(t)
+// redisReplicas are two native fixtures on g's model, replicas of one
+// deployment on Redis (sessions, run log and run index), the first one's
+// run log lingering runnerLinger (0: the default); shut down at the end of
+// the test.
+func redisReplicas(t *testing.T, g *gatedModel, runnerLinger time.Duration) (runner, other *nativeFixture) {
+	t.Helper()
 	prefix := redisPrefix()
 	replica := func(linger time.Duration) fixtureOpt {
 		st := redisStore(t, prefix)
@@ -394,8 +393,7 @@ func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
 			c.Sessions, c.RunLog, c.RunIndex = st, st.RunLog(sessionsredis.RunLogConfig{Linger: linger}), st.RunIndex()
 		}
 	}
-	g := newGatedModel()
-	runner, other := newNativeFixture(t, g.fn, replica(time.Hour)), newNativeFixture(t, g.fn, replica(0))
+	runner, other = newNativeFixture(t, g.fn, replica(runnerLinger)), newNativeFixture(t, g.fn, replica(0))
 	for _, f := range []*nativeFixture{runner, other} {
 		t.Cleanup(func() {
 			grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -403,6 +401,18 @@ func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
 			f.shutdown(grace)
 		})
 	}
+	return runner, other
+}
+
+// A run's id is made by its first event, and its Redis log created by its
+// first write (runs.FreshOpener): a client re-attaching on another
+// replica in between (here the replica running the run writes only at
+// its end) finds the run running in the run index and no log yet, and
+// gets every frame once they are written, rather than a 410.
+func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
+	verifyNoLeaks(t)
+	g := newGatedModel()
+	runner, other := redisReplicas(t, g, time.Hour)
 	runner.createSession("fake", "s1")
 	c := openSSE(t, runner.sseRequest(http.MethodPost, "/run_sse", sseBody("")))
 	defer c.close()
@@ -419,5 +429,46 @@ func TestRunsReattachElsewhereBeforeTheFirstWrite(t *testing.T) {
 	got := a.rest()
 	if len(got) != 2 || !strings.HasPrefix(got[0], id0+" ") || got[1] != want[0] {
 		t.Errorf("re-attached on another replica: %q\nthe run's own client after %s: %q", got, id0, want)
+	}
+}
+
+// A run answered whole at its end (/run, not streamed) writes its entry in
+// the shared run index a second after it is named rather than at once
+// (runs.Run.PutLater): another replica lists it running once that passed,
+// and completed as soon as it ended.
+func TestRunsWholeAnswerListedElsewhere(t *testing.T) {
+	verifyNoLeaks(t)
+	g := newGatedModel()
+	runner, other := redisReplicas(t, g, 0)
+	runner.createSession("fake", "s1")
+	type answer struct {
+		status int
+		body   []byte
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		status, b := runner.do(http.MethodPost, "/run", `{"appName":"fake","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"x"}]}}`)
+		answered <- answer{status, b}
+	}()
+	<-g.started
+	var inv string
+	waitFor(t, "the run listed running on the other replica", func() bool {
+		for _, r := range other.listRuns() {
+			if r["status"] == "running" {
+				inv, _ = r["invocationId"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	close(g.gate)
+	a := <-answered
+	var out []map[string]any
+	if err := json.Unmarshal(a.body, &out); a.status != http.StatusOK || err != nil || len(out) == 0 || out[len(out)-1]["invocationId"] != inv {
+		t.Fatalf("the answer (status %d): %s, not of run %q", a.status, a.body, inv)
+	}
+	list := other.listRuns()
+	if len(list) != 1 || list[0]["invocationId"] != inv || list[0]["status"] != "completed" {
+		t.Errorf("runs on the other replica once answered: %v, want %s completed", list, inv)
 	}
 }

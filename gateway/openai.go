@@ -532,6 +532,8 @@ func (cs *chatStream) end(_ context.Context, err error) {
 // chatAnswer collects a non-streamed chat completion.
 type chatAnswer struct{ chatSink }
 
+func (*chatAnswer) answersWhole() {}
+
 func (ca *chatAnswer) event(ev *sessions.Event) error {
 	vis, err := visibleEvent(ev, ca.turn.run.InvocationID())
 	if err == nil && vis != nil {

@@ -570,6 +570,8 @@ func (st *responsesStream) end(_ context.Context, err error) {
 // responsesAnswer collects a response that is not streamed.
 type responsesAnswer struct{ responsesSink }
 
+func (*responsesAnswer) answersWhole() {}
+
 func (ra *responsesAnswer) event(ev *sessions.Event) error {
 	vis, err := ra.visible(ev)
 	if err == nil && vis != nil {

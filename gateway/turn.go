@@ -311,6 +311,17 @@ type turnSink interface {
 
 type streamSink interface{ keepalive() error }
 
+// wholeAnswer is a turnSink that answers its client only once the run is
+// over (a non-streamed answer): no client learns the run's id before, so
+// the shared run index learns of the run wholeAnswerPut after it is named
+// rather than at once (runs.Run.PutLater), and a turn that ends sooner,
+// as most such turns do, writes its index entry once, at its end. Other
+// replicas list a longer one running that much later, on top of its
+// first model call, before which it has no id to list.
+type wholeAnswer interface{ answersWhole() }
+
+const wholeAnswerPut = time.Second
+
 type persistSink interface {
 	persist(ctx context.Context) error
 }
@@ -379,6 +390,9 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.sink = sink
 	_, t.ownLog = sink.(frameLogger)
 	_, streamed := sink.(streamSink)
+	if _, whole := sink.(wholeAnswer); whole {
+		t.rec.PutLater(wholeAnswerPut)
+	}
 	if streamed {
 		t.run = t.runner.Run(model.WithPacer(ctx, &t.pace), t.req)
 	} else {

@@ -373,6 +373,12 @@ type Run struct {
 	done      chan struct{} // made when first asked for
 	over      bool          // Finish has begun: the status is final
 	closed    bool          // Finish has ended: done is (to be) closed
+	// putDelay is how long after it is named the index learns of the
+	// run (see PutLater); putTimer is that put, once scheduled.
+	putDelay time.Duration
+	putTimer *time.Timer
+	// putMu orders a late put before the end's (see putLate).
+	putMu sync.Mutex
 }
 
 // ID returns the run's id; empty until it is known.
@@ -426,8 +432,42 @@ func (run *Run) setID(ctx context.Context, id string, fresh bool) error {
 	if err := r.openLog(ctx, id, fresh); err != nil {
 		return err
 	}
-	run.put(ctx)
+	run.mu.Lock()
+	late := run.putDelay > 0 && r.cfg.Index != nil
+	if late && !run.over {
+		run.putTimer = time.AfterFunc(run.putDelay, run.putLate)
+	}
+	run.mu.Unlock()
+	if !late {
+		run.put(ctx)
+	}
 	return nil
+}
+
+// PutLater has the index learn of the run d after it is named (SetID,
+// SetNewID) rather than at once; a run that ends sooner is put once, at
+// its end. It is for a run whose id no client learns before it ends (an
+// answer given whole at the end): other replicas list it running that
+// much later, and a short one costs the index one write rather than two.
+// Call it before the run is named.
+func (run *Run) PutLater(d time.Duration) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.putDelay = d
+}
+
+// putLate is the put PutLater scheduled, unless the run has ended
+// meanwhile: Finish, which puts the end, waits for one under way (putMu),
+// so that the index never goes back from the end to running.
+func (run *Run) putLate() {
+	run.putMu.Lock()
+	defer run.putMu.Unlock()
+	run.mu.Lock()
+	over := run.over
+	run.mu.Unlock()
+	if !over {
+		run.put(context.Background())
+	}
 }
 
 // Begin moves a queued run to running, and returns the context to run it
@@ -534,9 +574,14 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.err = err
 	run.info.Updated, run.info.Ended = now, now
 	id := run.info.ID
-	cancel := run.cancel
+	cancel, late := run.cancel, run.putTimer
+	run.putTimer = nil // not kept with the ended run
 	run.mu.Unlock()
 	cancel(nil)
+	if late != nil && !late.Stop() {
+		run.putMu.Lock() // the late put, under way, lands first
+		run.putMu.Unlock()
+	}
 	// The index says it ended before the log does (or in the same
 	// step): whoever waits for the log's end reads the final status.
 	log, idx := run.reg.cfg.Log, run.reg.cfg.Index

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -788,6 +789,7 @@ func TestMemoryLogBound(t *testing.T) {
 type fakeIndex struct {
 	mu   sync.Mutex
 	runs map[string]runs.Info
+	puts map[string][]runs.Status  // each run's puts, in order
 	subs []chan runs.CancelRequest // one per listener: a cancel reaches all
 }
 
@@ -795,7 +797,18 @@ func (x *fakeIndex) Put(_ context.Context, in runs.Info, _ time.Duration) error 
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.runs[in.ID] = in
+	if x.puts == nil {
+		x.puts = map[string][]runs.Status{}
+	}
+	x.puts[in.ID] = append(x.puts[in.ID], in.Status)
 	return nil
+}
+
+// putsOf is the statuses run id was put with, in order.
+func (x *fakeIndex) putsOf(id string) []runs.Status {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.puts[id])
 }
 
 func (x *fakeIndex) Get(_ context.Context, app, user, session, id string) (runs.Info, error) {
@@ -897,6 +910,67 @@ func TestRegistryIndex(t *testing.T) {
 	list, err := b.List(ctx, "app", "u", "s")
 	if err != nil || len(list) != 1 || list[0].Status != runs.StatusCancelled {
 		t.Errorf("List on the other registry: %+v %v", list, err)
+	}
+}
+
+// A run put later (PutLater) that ends before its delay is put once, at
+// its end; one that outlives it is found running on another registry,
+// then ended; and the late put never lands after the end's.
+func TestRegistryPutLater(t *testing.T) {
+	ctx := context.Background()
+	idx := &fakeIndex{runs: map[string]runs.Info{}}
+	a, b := runs.NewRegistry(runs.Config{Index: idx}), runs.NewRegistry(runs.Config{Index: idx})
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	start := func(id string, delay time.Duration) *runs.Run {
+		t.Helper()
+		run, _, err := a.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.PutLater(delay)
+		if err := run.SetNewID(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+
+	short := start("short", time.Hour)
+	if _, _, err := b.Lookup(ctx, "app", "u", "s", "short"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("a run within its delay, on the other registry: %v, want not found", err)
+	}
+	short.Finish(ctx, nil)
+	if got := idx.putsOf("short"); !slices.Equal(got, []runs.Status{runs.StatusCompleted}) {
+		t.Errorf("a run that ended within its delay was put %v, want once, completed", got)
+	}
+
+	long := start("long", time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		in, _, err := b.Lookup(ctx, "app", "u", "s", "long")
+		if err == nil && in.Status == runs.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a run past its delay is not found running on the other registry: %+v %v", in, err)
+		}
+	}
+	long.Finish(ctx, errors.New("boom"))
+	if got := idx.putsOf("long"); !slices.Equal(got, []runs.Status{runs.StatusRunning, runs.StatusFailed}) {
+		t.Errorf("a run that outlived its delay was put %v, want running then failed", got)
+	}
+
+	// Ends racing their late puts: whatever was put, the end comes last,
+	// also once a late put that was due has had its time to land.
+	const racing = 200
+	for i := range racing {
+		start(fmt.Sprint("race-", i), time.Duration(i%4)*time.Microsecond+time.Nanosecond).Finish(ctx, nil)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range racing {
+		id := fmt.Sprint("race-", i)
+		if got := idx.putsOf(id); len(got) == 0 || len(got) > 2 || got[len(got)-1] != runs.StatusCompleted {
+			t.Fatalf("run %s was put %v, want its end last", id, got)
+		}
 	}
 }
 

@@ -468,11 +468,15 @@ func TestRunRoundTrips(t *testing.T) {
 		name  string
 		index *RunIndex
 		fresh bool
+		// later puts the index entry later (runs.Run.PutLater), after
+		// the run's end: only the end's is written.
+		later bool
 		want  int64
 	}{
-		{"fresh", st.RunIndex(), true, 2},
-		{"resumed", st.RunIndex(), false, 3},
-		{"fresh, another store's index", other.RunIndex(), true, 3},
+		{"fresh", st.RunIndex(), true, false, 2},
+		{"resumed", st.RunIndex(), false, false, 3},
+		{"fresh, another store's index", other.RunIndex(), true, false, 3},
+		{"fresh, put later", st.RunIndex(), true, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := runs.NewRegistry(runs.Config{Log: st.RunLog(RunLogConfig{Linger: time.Hour}), Index: tc.index})
@@ -481,6 +485,9 @@ func TestRunRoundTrips(t *testing.T) {
 				run, _, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
 				if err != nil {
 					return err
+				}
+				if tc.later {
+					run.PutLater(time.Hour)
 				}
 				if tc.fresh {
 					err = run.SetNewID(ctx, id)
