@@ -106,9 +106,6 @@ type turn struct {
 	req    agentcore.RunRequest
 	// sessionID is the session the turn runs on.
 	sessionID string
-	// release lets go of the session's lock (a no-op when there is none);
-	// the lifecycle calls it exactly once.
-	release func()
 	// slot is the turn's place in its user's limits, ended with the
 	// turn's tokens once it ran (see limits.go).
 	slot limits.Slot
@@ -147,14 +144,20 @@ type turn struct {
 
 var _ pumped[*sessions.Event] = (*turn)(nil)
 
-func noRelease() {}
+// release lets go of the session's lock, t.req.Lease (a no-op when there
+// is none); the lifecycle calls it exactly once.
+func (t *turn) release() {
+	if t.req.Lease != nil {
+		t.req.Lease.Release()
+	}
+}
 
 // beginTurn decides the turn d describes into t: on success t's session
-// is locked (when it is stored), the user's limits admitted it, and
-// t.release and t.slot must be let go of, which runTurn or startRun does;
-// on error nothing is held. A detached turn may instead begin waiting in
-// its session's line (t.line), its lock and read still to come from
-// awaitSession.
+// is locked (when it is stored), the user's limits admitted it, and its
+// lease (t.release) and t.slot must be let go of, which runTurn or
+// startRun does; on error nothing is held. A detached turn may instead
+// begin waiting in its session's line (t.line), its lock and read still
+// to come from awaitSession.
 func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnHooks) (err error) {
 	a := d.app
 	if err := allowModel(ctx, a.ID); err != nil {
@@ -186,7 +189,7 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 	if t.slot, err = s.admitTurn(ctx, a, user); err != nil {
 		return err
 	}
-	t.app, t.runner, t.release, t.sessionID = a, a.runner, noRelease, d.sessionID
+	t.app, t.runner, t.sessionID = a, a.runner, d.sessionID
 	defer func() {
 		if err != nil {
 			t.abandon(ctx, err)
@@ -243,7 +246,7 @@ func (s *Server) holdSession(ctx context.Context, d *turnRequest, t *turn, h tur
 	}
 	// The runner releases the lease with the turn's last write when the
 	// store can; releasing it again once the run is over costs nothing.
-	t.release, t.req.Lease = lease.Release, lease
+	t.req.Lease = lease
 	if errors.Is(err, sessions.ErrNotFound) {
 		err = d.notFound()
 	}

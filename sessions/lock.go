@@ -62,29 +62,26 @@ func UnwrapLease(l Lease) Lease {
 	}
 }
 
-// funcLease is a Lease whose Release calls release once; it never
-// expires, and Renew succeeds until Release has been called.
-func newFuncLease(release func()) Lease {
-	return &funcLease{release: release}
-}
-
-type funcLease struct {
+// onceLease is a Lease whose Release calls r's release once; it never
+// expires, and Renew succeeds until Release has been called. What release
+// needs is in r, so that a lease is one allocation.
+type onceLease[R interface{ release() }] struct {
 	once     sync.Once
 	released atomic.Bool
-	release  func()
+	r        R
 }
 
-func (l *funcLease) Renew(context.Context) error {
+func (l *onceLease[R]) Renew(context.Context) error {
 	if l.released.Load() {
 		return errors.Join(ErrConflict, errors.New("lease released"))
 	}
 	return nil
 }
 
-func (l *funcLease) Release() {
+func (l *onceLease[R]) Release() {
 	l.once.Do(func() {
 		l.released.Store(true)
-		l.release()
+		l.r.release()
 	})
 }
 
@@ -253,15 +250,24 @@ func (l *MemoryLocker) takeLocked(k memKey, st *memLock) Lease {
 	}
 	st.held = true
 	st.gen++
-	gen := st.gen
-	return newFuncLease(func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if st := l.locks[k]; st != nil && st.held && st.gen == gen {
-			st.held = false
-			l.changedLocked(k, st)
-		}
-	})
+	return &onceLease[heldLock]{r: heldLock{l: l, k: k, gen: st.gen}}
+}
+
+// heldLock is k's lock in l as one holder took it: generation gen.
+type heldLock struct {
+	l   *MemoryLocker
+	k   memKey
+	gen uint64
+}
+
+// release frees the lock, unless another holder has it by now.
+func (h heldLock) release() {
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	if st := h.l.locks[h.k]; st != nil && st.held && st.gen == h.gen {
+		st.held = false
+		h.l.changedLocked(h.k, st)
+	}
 }
 
 // changedLocked wakes k's waiters, and drops k's entry when it is free

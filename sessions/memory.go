@@ -38,10 +38,10 @@ type MemoryConfig struct {
 // in maps guarded by one mutex and hands out copies, never its own values.
 //
 // With a TTL, an expired session is gone at once for every method; its
-// memory is freed when a method comes across it, or by the sampling every
-// create does (sweepSample sessions at random, as Redis expires keys), so
-// that a store whose sessions are never read again does not grow without
-// bound.
+// memory is freed when a method comes across it, or by the sweep every
+// create does (up to sweepSample trees from the least recently used end),
+// so that a store whose sessions are never read again does not grow
+// without bound.
 //
 // The store keeps its trees (a top-level session and its
 // sub-conversations) and its refs in order of use: any method that names a
@@ -103,7 +103,7 @@ type memTree struct {
 }
 
 // sweepSample is how many trees each create (and refs each PutRefs)
-// examines for expiry.
+// examines for expiry, at most.
 const sweepSample = 16
 
 var (
@@ -211,11 +211,29 @@ func (s *MemoryService) renew(ms *memSession) {
 	}
 }
 
-// sweep removes the expired trees among up to sweepSample of them;
-// s.mu is held.
+// sweep removes expired trees from the least recently used end of the
+// use order, up to sweepSample of them, and stops at the first that has
+// not expired; s.mu is held. With one TTL for every tree, the trees used
+// least recently are the first to expire: most creates look at one tree
+// (the last in the order), not at sweepSample trees spread over the heap.
+// A tree that expired while a later one in the order has not (it was read
+// since its last write) is dropped when it is next named or when it
+// reaches the end; pinned trees are out of the order, and are left to
+// their next lookup.
 func (s *MemoryService) sweep() {
-	if s.ttl > 0 {
-		sweepSome(s.trees, s.now, s.drop)
+	if s.ttl <= 0 {
+		return
+	}
+	for range sweepSample {
+		e := s.lru.Back()
+		if e == nil {
+			return
+		}
+		t := e.Value.(*memTree)
+		if !t.expired(s.now) {
+			return
+		}
+		s.drop(t)
 	}
 }
 

@@ -83,12 +83,22 @@ func (s *MemoryService) pinned(root memKey, lease Lease) Lease {
 	s.mu.Lock()
 	s.pin(root)
 	s.mu.Unlock()
-	return newFuncLease(func() {
-		s.mu.Lock()
-		s.unpin(root)
-		s.mu.Unlock()
-		lease.Release()
-	})
+	return &onceLease[treePin]{r: treePin{s: s, root: root, lease: lease}}
+}
+
+// treePin is the pin of root's tree that lease holds.
+type treePin struct {
+	s     *MemoryService
+	root  memKey
+	lease Lease
+}
+
+// release unpins the tree, then releases the lease.
+func (p treePin) release() {
+	p.s.mu.Lock()
+	p.s.unpin(p.root)
+	p.s.mu.Unlock()
+	p.lease.Release()
 }
 
 // rootKey is the key of the top-level session of k's tree.

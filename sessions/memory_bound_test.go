@@ -165,7 +165,7 @@ func TestMemoryBoundDelete(t *testing.T) {
 }
 
 // An expired tree at the end of the use order is dropped, not counted as
-// an eviction (the sampling sweep of a create usually finds it first).
+// an eviction (the sweep of a create usually finds it first).
 func TestMemoryBoundExpiredAreNotEvictions(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s := NewMemoryService(MemoryConfig{Now: c.now, TTL: time.Hour, MaxSessions: 2})
@@ -254,17 +254,23 @@ func chatTurn(i int) []*Event {
 // sessions, a new session's turn ("turn": create, append the turn, read it
 // back; with the bound, each create evicts one session) and a read of a
 // held session ("get"), with sessions.max_sessions at 100,000 against no
-// bound. It reports the live heap per session held.
+// bound, and with the bound and the default sessions.ttl (every create
+// then sweeps for expired sessions). It reports the live heap per session
+// held.
 func BenchmarkMemoryStore(b *testing.B) {
 	const held = 100_000
 	ctx := context.Background()
-	for _, bound := range []int{0, held} {
+	for _, cfg := range []MemoryConfig{{}, {MaxSessions: held}, {MaxSessions: held, TTL: 168 * time.Hour}} {
 		for _, op := range []string{"turn", "get"} {
-			b.Run(fmt.Sprintf("%s/max_sessions=%d", op, bound), func(b *testing.B) {
+			name := fmt.Sprintf("%s/max_sessions=%d", op, cfg.MaxSessions)
+			if cfg.TTL > 0 {
+				name += "/ttl=" + cfg.TTL.String()
+			}
+			b.Run(name, func(b *testing.B) {
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				s := NewMemoryService(MemoryConfig{MaxSessions: bound})
+				s := NewMemoryService(cfg)
 				id := func(i int) GetRequest {
 					return GetRequest{AppName: "app", UserID: "u", SessionID: "s" + strconv.Itoa(i)}
 				}

@@ -98,7 +98,7 @@ func TestMemoryWithoutTTLKeepsSessions(t *testing.T) {
 	}
 }
 
-// Sessions nobody reads again are freed by the sampling every create does.
+// Sessions nobody reads again are freed by the sweep every create does.
 func TestMemoryTTLSweepFreesUnreadSessions(t *testing.T) {
 	ctx := context.Background()
 	s, c := newTTLStore(time.Minute)
@@ -114,12 +114,39 @@ func TestMemoryTTLSweepFreesUnreadSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Each create examined sweepSample sessions; after as many creates as
+	// Each create examined up to sweepSample sessions; after as many creates as
 	// there were expired sessions, only a few of those are left.
 	s.mu.Lock()
 	left := len(s.sessions) - n
 	s.mu.Unlock()
 	if left > n/10 {
 		t.Errorf("%d of %d expired sessions still held after %d creates", left, n, n)
+	}
+}
+
+// The sweep drops expired sessions from the least recently used end, up
+// to sweepSample a create, and keeps every one that has not expired: after
+// ceil(n/sweepSample) creates, n expired sessions are all gone.
+func TestMemoryTTLSweepFromLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	s, c := newTTLStore(time.Minute)
+	const n = 100
+	for i := range n {
+		if _, err := s.Create(ctx, CreateRequest{AppName: "app", UserID: "u", SessionID: fmt.Sprint("old", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.t = c.t.Add(time.Minute)
+	creates := (n + sweepSample - 1) / sweepSample
+	for i := range creates {
+		if _, err := s.Create(ctx, CreateRequest{AppName: "app", UserID: "u", SessionID: fmt.Sprint("new", i)}); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		held := len(s.sessions)
+		s.mu.Unlock()
+		if want := max(n-(i+1)*sweepSample, 0) + i + 1; held != want {
+			t.Fatalf("after %d creates %d sessions held, want %d", i+1, held, want)
+		}
 	}
 }
