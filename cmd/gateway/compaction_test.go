@@ -224,15 +224,21 @@ func TestCompactionEndToEnd(t *testing.T) {
 		t.Errorf("request on an imported compacted session (-want +got):\n%s", diff)
 	}
 
-	metrics, err := http.Get(gw.base + "/metrics")
+	if metrics := metricsText(t, gw.base); !strings.Contains(metrics, `agentgate_compactions_total{model="desk",outcome="stored"} 1`) {
+		t.Errorf("/metrics lacks the stored compaction:\n%s", grepLines(metrics, "compaction"))
+	}
+}
+
+// metricsText is a gateway's /metrics page.
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ = io.ReadAll(metrics.Body)
-	metrics.Body.Close()
-	if !strings.Contains(string(raw), `agentgate_compactions_total{model="desk",outcome="stored"} 1`) {
-		t.Errorf("/metrics lacks the stored compaction:\n%s", grepLines(string(raw), "compaction"))
-	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return string(raw)
 }
 
 func grepLines(s, sub string) string {
@@ -310,11 +316,19 @@ func heldSummaryUpstream(t *testing.T) (up *summaryUpstream, url string, summari
 }
 
 // Back-to-back turns on one session while the summary is being written:
-// the compaction is stored all the same, after those turns, and covers
-// only the turns it was asked about. The next request carries the summary,
+// they start no compaction of their own (skipped: one runs); the
+// compaction is stored all the same, after those turns, and covers only
+// the turns it was asked about. The next request carries the summary,
 // then the turns that came meanwhile; they are summarized next. GET of
 // the session keeps every event, in the order stored. In memory and in
 // Redis.
+//
+// A turn's compaction is decided in the background after its response,
+// so the test waits for the outcomes on /metrics: for the two turns'
+// skips before it releases the summary (decided later, they would find
+// the summary stored and their turns due, and summarize them at once),
+// and for the store before the next turn (whose compaction would
+// otherwise find the first one's lease still held).
 func TestCompactionOfABusySession(t *testing.T) {
 	for _, backend := range []string{"memory", "redis"} {
 		t.Run(backend, func(t *testing.T) {
@@ -331,12 +345,18 @@ func TestCompactionOfABusySession(t *testing.T) {
 			<-summarizing // of the first two turns; held there
 			toolsChat(t, gw.base, "desk", "s1", "I live in Paris", nil)
 			toolsChat(t, gw.base, "desk", "s1", "I code in Go", nil)
-			release()
-			var sess restSession
-			eventually(t, "the compaction event", func() bool {
-				getJSON(t, gw.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
-				return len(sess.Events) == 9
+			eventually(t, "the two turns' compactions, skipped", func() bool {
+				return strings.Contains(metricsText(t, gw.base), `agentgate_compactions_total{model="desk",outcome="skipped"} 2`)
 			})
+			release()
+			eventually(t, "the compaction, stored", func() bool {
+				return strings.Contains(metricsText(t, gw.base), `agentgate_compactions_total{model="desk",outcome="stored"} 1`)
+			})
+			var sess restSession
+			getJSON(t, gw.base+"/apps/desk/users/anonymous/sessions/s1", &sess)
+			if len(sess.Events) != 9 {
+				t.Fatalf("the session after the compaction has %d events, want 9: %v", len(sess.Events), sess.lines())
+			}
 
 			toolsChat(t, gw.base, "desk", "s1", "what do I drink?", nil)
 			agent := up.byModel("agent-1")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,15 +136,10 @@ func TestLimitsHeldAcrossReplicas(t *testing.T) {
 	if n, err := strconv.Atoi(retry); status != 429 || param != "requests_per_minute" || err != nil || n < 1 || n > 60 {
 		t.Errorf("bob's fourth turn of the minute: %d %q Retry-After %q, want 429 requests_per_minute", status, param, retry)
 	}
-	resp, err := http.Get(a + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := metricsText(t, a)
 	for _, want := range []string{`agentgate_limit_refusals_total{limit="tokens_per_day",model="desk"} 1`,
 		`agentgate_limit_refusals_total{limit="requests_per_minute",model="plain"} 1`} {
-		if !bytes.Contains(metrics, []byte(want)) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("a's /metrics lacks %s", want)
 		}
 	}
