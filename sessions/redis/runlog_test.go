@@ -363,30 +363,44 @@ func TestRunIndex(t *testing.T) {
 func BenchmarkRunLogMemory(b *testing.B) {
 	srv := startServer(b)
 	st := newStore(b, Config{URL: srv.URL("")})
-	log := st.RunLog(RunLogConfig{})
 	ctx := context.Background()
-	frame := func(text string, partial bool) runs.Frame {
-		ev := &sessions.Event{ID: "3f7df883-4197-488a-b69c-dd201d235246", InvocationID: "e-b38fa3ae-52c0-47fa-9fd1-01781af5a7aa",
-			Author: "desk", Partial: partial, Timestamp: time.Now(),
-			Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
-		b, _ := json.Marshal(ev)
-		return runs.Frame{Data: b}
-	}
-	var total int64
-	for i := 0; b.Loop(); i++ {
-		id := fmt.Sprint("e-", i)
-		for range 40 {
-			if _, err := log.Append(ctx, id, frame("a delta of text", true)); err != nil {
-				b.Fatal(err)
+	// json: frames given as their JSON (/run_sse's); events: frames given
+	// as events (the OpenAI and A2A surfaces'), packed by default, or
+	// their JSON with JSONFrames.
+	for _, c := range []struct {
+		name  string
+		cfg   RunLogConfig
+		asRaw bool
+	}{{"json", RunLogConfig{}, true}, {"events", RunLogConfig{}, false}, {"events-json", RunLogConfig{JSONFrames: true}, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			log := st.RunLog(c.cfg)
+			frame := func(text string, partial bool) runs.Frame {
+				ev := &sessions.Event{ID: "3f7df883-4197-488a-b69c-dd201d235246", InvocationID: "e-b38fa3ae-52c0-47fa-9fd1-01781af5a7aa",
+					Author: "desk", Partial: partial, Timestamp: time.Now(),
+					Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}}}
+				if !c.asRaw {
+					return runs.Frame{Event: ev}
+				}
+				js, _ := json.Marshal(ev)
+				return runs.Frame{Data: js}
 			}
-		}
-		if _, err := log.Append(ctx, id, frame(strings.Repeat("a delta of text", 40), false)); err != nil {
-			b.Fatal(err)
-		}
-		if err := log.End(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		total += st.client.MemoryUsage(ctx, log.key(id)).Val()
+			var total int64
+			for i := 0; b.Loop(); i++ {
+				id := fmt.Sprint("e-", c.name, "-", i)
+				for range 40 {
+					if _, err := log.Append(ctx, id, frame("a delta of text", true)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := log.Append(ctx, id, frame(strings.Repeat("a delta of text", 40), false)); err != nil {
+					b.Fatal(err)
+				}
+				if err := log.End(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				total += st.client.MemoryUsage(ctx, log.key(id)).Val()
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "redis-bytes/run")
+		})
 	}
-	b.ReportMetric(float64(total)/float64(b.N), "redis-bytes/run")
 }
