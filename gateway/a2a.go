@@ -383,9 +383,8 @@ type taskRun struct {
 func (s *Server) newTaskRun(t *a2aTask) *taskRun {
 	t.mu.Lock()
 	t.state, t.status, t.updated, t.running = a2a.StateWorking, nil, s.cfg.Now(), true
-	shown := t.shown
 	t.mu.Unlock()
-	if shown {
+	if t.shown {
 		s.saveTask(context.Background(), t)
 	}
 	return &taskRun{s: s, t: t, rec: taskRecorder{invID: t.id}, artifactID: "a-" + uuid.NewString()}
@@ -491,9 +490,6 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	if turn.line != nil {
 		// Its session is busy: answered submitted at once, it waits in
 		// the line without the request, then runs as any other.
-		turn.task.mu.Lock()
-		turn.task.shown = true
-		turn.task.mu.Unlock()
 		submitted := turn.task.snapshot(nil)
 		s.saveTask(ctx, turn.task)
 		sink := &a2aSink{}

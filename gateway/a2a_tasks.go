@@ -37,6 +37,14 @@ var errTaskCanceled = errors.New("the task was canceled")
 // in the run registry (runs.Spec.Value).
 type a2aTask struct {
 	id, contextID, app, user string
+	// stored: read from the task store, the record of a task this
+	// process does not hold (see a2aFindTask).
+	stored bool
+	// shown: its id reaches a client before its end (a stream, an answer
+	// at once, a follow-up of a task the client has): only such a task's
+	// start is written to the task store. A blocking message/send's task
+	// is known to nobody until it is answered, at its end.
+	shown bool
 
 	mu        sync.Mutex
 	state     a2a.TaskState
@@ -46,14 +54,6 @@ type a2aTask struct {
 	updated   time.Time
 	// running is set while a run of the task goes on.
 	running bool
-	// stored: read from the task store, the record of a task this
-	// process does not hold (see a2aFindTask).
-	stored bool
-	// shown: its id reaches a client before its end (a stream, an answer
-	// at once, a follow-up of a task the client has): only such a task's
-	// start is written to the task store. A blocking message/send's task
-	// is known to nobody until it is answered, at its end.
-	shown bool
 }
 
 // snapshot returns the task's wire form, its history cut to the last

@@ -112,15 +112,10 @@ func (s *Server) a2aFindTask(ctx context.Context, app, user, id string) (*a2aTas
 		return local, nil
 	}
 	stored, err := s.loadTask(ctx, app, user, id)
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
+	if err != nil && (local != nil || errors.Is(err, sessions.ErrNotFound)) {
 		return local, nil
-	case err != nil && local != nil:
-		return local, nil
-	case err != nil:
-		return nil, err
 	}
-	return stored, nil
+	return stored, err
 }
 
 func (s *Server) loadTask(ctx context.Context, app, user, id string) (*a2aTask, error) {
