@@ -237,13 +237,14 @@ func (s *MemoryService) sweep() {
 	}
 }
 
-// sweepSome removes, with remove, the expired entries among up to
-// sweepSample of m's (map iteration starts at a random place).
-func sweepSome[V interface{ expired(func() time.Time) bool }](m map[memKey]V, now func() time.Time, remove func(V)) {
+// sweepRefs removes the expired refs among up to sweepSample of them (map
+// iteration starts at a random place: refs, each with its own TTL, have
+// no order of expiry); s.mu is held.
+func (s *MemoryService) sweepRefs() {
 	n := 0
-	for _, v := range m {
-		if v.expired(now) {
-			remove(v)
+	for _, r := range s.refs {
+		if r.expired(s.now) {
+			s.dropRef(r)
 		}
 		if n++; n == sweepSample {
 			return
@@ -375,7 +376,7 @@ func (s *MemoryService) PutRefs(ctx context.Context, app, user string, refs map[
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sweepSome(s.refs, s.now, s.dropRef)
+	s.sweepRefs()
 	var expires time.Time
 	if ttl > 0 {
 		expires = s.now().Add(ttl)
