@@ -28,7 +28,15 @@ type logAttrsKey struct{}
 // two are joined only when a record is logged, which is rare beside the
 // contexts made (one per turn and per agent).
 func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
-	l := &logCtx{Context: ctx}
+	l := &logCtx{}
+	l.init(ctx, attrs...)
+	return l
+}
+
+// init makes l what WithLogAttrs(ctx, attrs...) returns, in place: a
+// context that lives in a larger allocation (see turn.begin).
+func (l *logCtx) init(ctx context.Context, attrs ...slog.Attr) {
+	l.Context = ctx
 	switch v := ctx.Value(logAttrsKey{}).(type) {
 	case *logCtx:
 		l.up = v
@@ -40,7 +48,6 @@ func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 	} else {
 		l.own = slices.Clone(attrs)
 	}
-	return l
 }
 
 // logCtx is a context made by WithLogAttrs.
