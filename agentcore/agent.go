@@ -120,6 +120,22 @@ type invShared struct {
 	clientTools []*genai.FunctionDeclaration
 	overrides   *Overrides
 	subLocks    *sync.Map
+
+	// agentLog is the log context of the first LLM agent of the
+	// invocation that runs (agentLogTaken), made in the invocation's
+	// allocation: see withAgentLogAttrs.
+	agentLog      logCtx
+	agentLogTaken atomic.Bool
+}
+
+// withAgentLogAttrs is WithLogAttrs(ctx, agent=name) for an LLM agent of
+// the invocation about to run: the first one's context is sh.agentLog.
+func (sh *invShared) withAgentLogAttrs(ctx context.Context, name string) context.Context {
+	if !sh.agentLogTaken.Swap(true) {
+		sh.agentLog.init(ctx, slog.String("agent", name))
+		return &sh.agentLog
+	}
+	return WithLogAttrs(ctx, slog.String("agent", name))
 }
 
 // clientTools wraps the client's declared functions for agent a.

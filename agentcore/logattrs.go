@@ -111,9 +111,24 @@ type LogAttrSet struct {
 // WithLogAttrSet returns a context whose log records carry the attributes
 // ctx carries now and those later added to the returned set.
 func WithLogAttrSet(ctx context.Context) (context.Context, *LogAttrSet) {
-	set := &LogAttrSet{}
-	set.attrs = append(set.first[:0], LogAttrs(ctx)...)
-	return context.WithValue(ctx, logAttrsKey{}, set), set
+	c := &setCtx{Context: ctx}
+	c.set.attrs = append(c.set.first[:0], LogAttrs(ctx)...)
+	return c, &c.set
+}
+
+// setCtx is a context made by WithLogAttrSet: the context and its set in
+// one allocation.
+type setCtx struct {
+	context.Context
+	set LogAttrSet
+}
+
+// Value implements context.Context.
+func (c *setCtx) Value(key any) any {
+	if key == (logAttrsKey{}) {
+		return &c.set
+	}
+	return c.Context.Value(key)
 }
 
 // LogAttrSetOf returns the set ctx's log attributes come from, if they come
