@@ -108,3 +108,18 @@ func TestLogAttrContextsPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// A request's log set, then a turn's and an agent's attributes, as a
+// served turn makes them (no record logged: the usual case).
+func BenchmarkLogAttrContexts(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		ctx, set := WithLogAttrSet(context.Background())
+		set.Add(slog.String("request_id", "req_1"))
+		var l logCtx
+		l.init(ctx, slog.String("session_id", "s"), slog.String("invocation_id", "e-1"))
+		if WithLogAttrs(&l, slog.String("agent", "a")) == nil {
+			b.Fatal("no context")
+		}
+	}
+}
