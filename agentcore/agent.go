@@ -120,6 +120,22 @@ type invShared struct {
 	clientTools []*genai.FunctionDeclaration
 	overrides   *Overrides
 	subLocks    *sync.Map
+
+	// agentLog is the log context of the first LLM agent of the
+	// invocation that runs (agentLogTaken), made in the invocation's
+	// allocation: see withAgentLogAttrs.
+	agentLog      logCtx
+	agentLogTaken atomic.Bool
+}
+
+// withAgentLogAttrs is WithLogAttrs(ctx, agent=name) for an LLM agent of
+// the invocation about to run: the first one's context is sh.agentLog.
+func (sh *invShared) withAgentLogAttrs(ctx context.Context, name string) context.Context {
+	if !sh.agentLogTaken.Swap(true) {
+		sh.agentLog.init(ctx, slog.String("agent", name))
+		return &sh.agentLog
+	}
+	return WithLogAttrs(ctx, slog.String("agent", name))
 }
 
 // clientTools wraps the client's declared functions for agent a.
@@ -138,10 +154,21 @@ type services struct {
 	memory    memory.Service
 	now       func() time.Time
 	newID     func() string
+	// randomIDs: newID is newUUID (no RunnerConfig.NewID).
+	randomIDs bool
 	observer  Observer
 	tracer    Tracer // nil: not traced
 	appName   string
 	logger    *slog.Logger
+}
+
+// newInvocationID is the id of a new top-level invocation:
+// NewInvocationID(newID()), in one allocation when the ids are random.
+func (s *services) newInvocationID() string {
+	if s.randomIDs {
+		return newPrefixedUUID("e-")
+	}
+	return NewInvocationID(s.newID())
 }
 
 type usageTotal struct {
@@ -177,6 +204,14 @@ type liveSession struct {
 	batch   sessions.BatchAppender // nil: each event is stored as it is applied
 	pending []*sessions.Event
 	lease   sessions.Lease // the run lease a flush releases, if any
+	// A turn's first flush takes its few events from firstPending, and
+	// hands the store scratch with room for them in scratchEvents: no
+	// allocations of their own. Neither is written again after that
+	// flush (the store may keep what it was given).
+	firstPending  [4]*sessions.Event
+	scratch       sessions.Session
+	scratchEvents [4]*sessions.Event
+	flushed       bool
 }
 
 // init makes l the live session of sess, stored in store.
@@ -191,6 +226,12 @@ type invState struct {
 	live liveSession
 	inv  Invocation
 	ps   paramState
+	// logCtx is the context of the turn's log attributes (turn.begin).
+	logCtx logCtx
+	// How the agent's run ended (turn.runInto): its error, or the
+	// consumer stopped.
+	runErr  error
+	stopped bool
 }
 
 // events returns the session's events so far without copying them: the

@@ -1,6 +1,9 @@
 package agentcore
 
-import "strings"
+import (
+	"crypto/rand"
+	"strings"
+)
 
 // subInvocationSep joins an invocation id and the name of an agent it calls
 // as a tool.
@@ -39,4 +42,36 @@ func ParseInvocationID(id string) (root string, chain []string, ok bool) {
 		}
 	}
 	return root, chain, true
+}
+
+// newUUID is a random (version 4) UUID in its canonical form, as
+// uuid.NewString makes it (crypto/rand's bits), in one allocation.
+func newUUID() string { return newPrefixedUUID("") }
+
+// newPrefixedUUID is prefix followed by a new random UUID (see newUUID),
+// in one allocation: NewInvocationID(newUUID()) without the second string.
+func newPrefixedUUID(prefix string) string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])  // never fails (crypto/rand)
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	var buf [64]byte
+	n := copy(buf[:len(buf)-36], prefix)
+	if n < len(prefix) { // a long prefix (never ours): the plain way
+		return prefix + string(appendUUID(nil, &u))
+	}
+	return string(appendUUID(buf[:n], &u))
+}
+
+// appendUUID appends u in the canonical form: 8-4-4-4-12 lowercase hex
+// digits.
+func appendUUID(b []byte, u *[16]byte) []byte {
+	const digits = "0123456789abcdef"
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, digits[c>>4], digits[c&0x0f])
+	}
+	return b
 }

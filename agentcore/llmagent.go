@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -186,7 +185,7 @@ func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions
 //
 //go:noinline
 func (a *LlmAgent) beforeAgent(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) (context.Context, *Invocation, bool) {
-	ctx = WithLogAttrs(ctx, slog.String("agent", a.cfg.Name))
+	ctx = inv.sh.withAgentLogAttrs(ctx, a.cfg.Name)
 	inv = inv.withAgent(a)
 	if err := inv.checkParams(a); err != nil {
 		// Reached without a caller to tell (a workflow step): the

@@ -28,7 +28,15 @@ type logAttrsKey struct{}
 // two are joined only when a record is logged, which is rare beside the
 // contexts made (one per turn and per agent).
 func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
-	l := &logCtx{Context: ctx}
+	l := &logCtx{}
+	l.init(ctx, attrs...)
+	return l
+}
+
+// init makes l what WithLogAttrs(ctx, attrs...) returns, in place: a
+// context that lives in a larger allocation (see turn.begin).
+func (l *logCtx) init(ctx context.Context, attrs ...slog.Attr) {
+	l.Context = ctx
 	switch v := ctx.Value(logAttrsKey{}).(type) {
 	case *logCtx:
 		l.up = v
@@ -40,7 +48,6 @@ func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 	} else {
 		l.own = slices.Clone(attrs)
 	}
-	return l
 }
 
 // logCtx is a context made by WithLogAttrs.
@@ -104,9 +111,24 @@ type LogAttrSet struct {
 // WithLogAttrSet returns a context whose log records carry the attributes
 // ctx carries now and those later added to the returned set.
 func WithLogAttrSet(ctx context.Context) (context.Context, *LogAttrSet) {
-	set := &LogAttrSet{}
-	set.attrs = append(set.first[:0], LogAttrs(ctx)...)
-	return context.WithValue(ctx, logAttrsKey{}, set), set
+	c := &setCtx{Context: ctx}
+	c.set.attrs = append(c.set.first[:0], LogAttrs(ctx)...)
+	return c, &c.set
+}
+
+// setCtx is a context made by WithLogAttrSet: the context and its set in
+// one allocation.
+type setCtx struct {
+	context.Context
+	set LogAttrSet
+}
+
+// Value implements context.Context.
+func (c *setCtx) Value(key any) any {
+	if key == (logAttrsKey{}) {
+		return &c.set
+	}
+	return c.Context.Value(key)
 }
 
 // LogAttrSetOf returns the set ctx's log attributes come from, if they come

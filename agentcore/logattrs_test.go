@@ -85,3 +85,41 @@ func TestLogAttrSetConcurrent(t *testing.T) {
 		t.Errorf("%d attributes, want 20", got)
 	}
 }
+
+// The contexts WithLogAttrSet and turn.begin make carry the parent's
+// values, deadline and cancellation as a derived context does.
+func TestLogAttrContextsPassThrough(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	set, _ := WithLogAttrSet(parent)
+	var l logCtx
+	l.init(set, slog.String("a", "1"))
+	for _, ctx := range []context.Context{set, &l} {
+		if ctx.Value(key{}) != "v" || ctx.Err() != nil {
+			t.Fatalf("%T: value %v, err %v", ctx, ctx.Value(key{}), ctx.Err())
+		}
+	}
+	cause := context.DeadlineExceeded
+	cancel(cause)
+	for _, ctx := range []context.Context{set, &l} {
+		<-ctx.Done()
+		if ctx.Err() != context.Canceled || context.Cause(ctx) != cause {
+			t.Fatalf("%T: err %v, cause %v", ctx, ctx.Err(), context.Cause(ctx))
+		}
+	}
+}
+
+// A request's log set, then a turn's and an agent's attributes, as a
+// served turn makes them (no record logged: the usual case).
+func BenchmarkLogAttrContexts(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		ctx, set := WithLogAttrSet(context.Background())
+		set.Add(slog.String("request_id", "req_1"))
+		var l logCtx
+		l.init(ctx, slog.String("session_id", "s"), slog.String("invocation_id", "e-1"))
+		if WithLogAttrs(&l, slog.String("agent", "a")) == nil {
+			b.Fatal("no context")
+		}
+	}
+}

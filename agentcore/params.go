@@ -289,8 +289,12 @@ type paramState struct {
 	// own holds a top-level turn's hidden values (secrets points to it).
 	own secretSet
 
-	mu       sync.Mutex
-	resolved map[string]*agentParams // nil until the first agent's
+	mu sync.Mutex
+	// The first agent resolved is held by itself (firstAgent, first),
+	// those after it in resolved: a turn of one agent makes no map.
+	firstAgent string
+	first      *agentParams // nil until the first agent's
+	resolved   map[string]*agentParams
 }
 
 // agentParams are one agent's resolved values; missing lists declared
@@ -342,6 +346,9 @@ func (ps *paramState) forAgent(a Agent) *agentParams {
 }
 
 func (ps *paramState) resolveLocked(a Agent) *agentParams {
+	if ps.first != nil && ps.firstAgent == a.Name() {
+		return ps.first
+	}
 	if r, ok := ps.resolved[a.Name()]; ok {
 		return r
 	}
@@ -374,10 +381,14 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 		v, _ := r.values.Get(n)
 		ps.secrets.add(n, v.Value)
 	}
-	if ps.resolved == nil {
-		ps.resolved = map[string]*agentParams{}
+	switch {
+	case ps.first == nil:
+		ps.firstAgent, ps.first = a.Name(), r
+	case ps.resolved == nil:
+		ps.resolved = map[string]*agentParams{a.Name(): r}
+	default:
+		ps.resolved[a.Name()] = r
 	}
-	ps.resolved[a.Name()] = r
 	return r
 }
 

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore/artifact"
@@ -81,7 +80,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		svc.now = time.Now
 	}
 	if svc.newID == nil {
-		svc.newID = uuid.NewString
+		svc.newID, svc.randomIDs = newUUID, true
 	}
 	if svc.observer == nil {
 		svc.observer = NopObserver{}
@@ -275,14 +274,11 @@ func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.
 	}
 	// Parameters stored with the session, under this request's.
 	t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(req.Params)
-	for ev, err := range t.run(ctx, sess, req.NewMessage, req.StateDelta) {
-		if !yield(ev, err) || err != nil {
-			return
-		}
+	if t.runInto(ctx, sess, req.NewMessage, req.StateDelta, yield) {
+		// The turn is over and stored: compact when it is due, in the
+		// background (sess holds the turn's window and events).
+		r.compactor.start(ctx, sess)
 	}
-	// The turn is over and stored: compact when it is due, in the
-	// background (sess holds the turn's window and events).
-	r.compactor.start(ctx, sess)
 }
 
 // turnWindow is what a turn reads of its session: the events from the
@@ -342,59 +338,71 @@ type turn struct {
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
-	return func(yield func(*sessions.Event, error) bool) {
-		// What comes before and after the agent's run is in functions of
-		// its own: this frame stays on the stack under the whole run (see
-		// LlmAgent.callModel).
-		ctx, inv, target, err := t.begin(ctx, sess, msg, delta)
+	return func(yield func(*sessions.Event, error) bool) { t.runInto(ctx, sess, msg, delta, yield) }
+}
+
+// runInto runs the turn, yielding its events (run's sequence, called
+// directly by a Runner's turn: no sequence made for it). It reports
+// whether the turn completed: it yielded no error and yield never
+// returned false.
+func (t *turn) runInto(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any, yield func(*sessions.Event, error) bool) bool {
+	// What comes before and after the agent's run is in functions of
+	// its own: this frame stays on the stack under the whole run (see
+	// LlmAgent.callModel).
+	ctx, st, err := t.begin(ctx, sess, msg, delta)
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	// The loop's outcome is kept in st, which the loop's body shares
+	// with this frame: no variables of their own on the heap.
+	inv := &st.inv
+	for ev, err := range runAgent(ctx, inv.agent, inv) {
 		if err != nil {
-			yield(nil, err)
-			return
+			st.runErr = err
+			break
 		}
-		var runErr error
-		stopped := false
-		for ev, err := range runAgent(ctx, target, inv) {
-			if err != nil {
-				runErr = err
-				break
-			}
-			if !ev.Partial && ev.InvocationID == inv.id {
-				if runErr = inv.persist(ctx, ev); runErr != nil {
-					break
-				}
-			}
-			if !yield(ev, nil) {
-				stopped = true
+		if !ev.Partial && ev.InvocationID == inv.id {
+			if st.runErr = inv.persist(ctx, ev); st.runErr != nil {
 				break
 			}
 		}
-		if runErr = t.end(ctx, inv, stopped, runErr); runErr != nil && !stopped {
-			yield(nil, runErr)
+		if !yield(ev, nil) {
+			st.stopped = true
+			break
 		}
 	}
+	runErr := t.end(ctx, inv, st.stopped, st.runErr)
+	if runErr != nil && !st.stopped {
+		yield(nil, runErr)
+	}
+	return runErr == nil && !st.stopped
 }
 
 // begin routes the turn, makes its invocation and stores the user's
-// message: the context, invocation and agent the turn runs with.
+// message: the context the turn runs with, and its invocation's state
+// (the invocation, whose agent runs the turn).
 //
 //go:noinline
-func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) (context.Context, *Invocation, Agent, error) {
+func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) (context.Context, *invState, error) {
 	target, invID, resume, userMsg, err := t.route(ctx, sess, msg)
 	if err != nil {
-		return ctx, nil, nil, err
+		return ctx, nil, err
 	}
 	if t.invID != "" {
 		invID = t.invID
 	}
-	ctx = WithLogAttrs(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
+	// The invocation, what its agents share, its live session, its
+	// parameters and its log attributes live as long as one another: one
+	// allocation.
+	st := &invState{}
+	st.logCtx.init(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
+	ctx = &st.logCtx
 	if t.out != nil {
 		t.out.mu.Lock()
 		t.out.invID, t.out.agent, t.out.made = invID, target.Name(), t.madeInvID && t.invID == ""
 		t.out.mu.Unlock()
 	}
-	// The invocation, what its agents share, its live session and its
-	// parameters live as long as one another: one allocation.
-	st := &invState{}
 	st.live.init(sess, t.svc.sessions)
 	st.live.lease = t.lease
 	st.sh = invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &st.live,
@@ -405,16 +413,16 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	sh, inv := &st.sh, &st.inv
 	sh.pstate = &st.ps
 	if err := inv.checkParams(target); err != nil {
-		return ctx, nil, nil, err
+		return ctx, nil, err
 	}
 	if userMsg != nil || len(delta) > 0 {
 		ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
 		ev.Actions.StateDelta = delta
 		if err := inv.persist(ctx, ev); err != nil {
-			return ctx, nil, nil, err
+			return ctx, nil, err
 		}
 	}
-	return ctx, inv, target, nil
+	return ctx, st, nil
 }
 
 // end stores what the turn applied to the session, in one batch, once the
@@ -454,6 +462,9 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	defer l.mu.Unlock()
 	if l.batch != nil {
 		if sessions.ApplyEvent(l.sess, ev) {
+			if l.pending == nil && !l.flushed {
+				l.pending = l.firstPending[:0]
+			}
 			l.pending = append(l.pending, ev)
 		}
 		return nil
@@ -472,13 +483,22 @@ func (l *liveSession) flush(ctx context.Context) error {
 	l.mu.Lock()
 	evs := l.pending
 	l.pending = nil
-	// AppendEvents updates the session it is given; the events are applied
-	// to l.sess already, so it gets a scratch copy of the identity.
-	scratch := &sessions.Session{ID: l.sess.ID, AppName: l.sess.AppName, UserID: l.sess.UserID, State: map[string]any{}}
-	l.mu.Unlock()
 	if len(evs) == 0 {
+		l.mu.Unlock()
 		return nil
 	}
+	// AppendEvents updates the session it is given; the events are applied
+	// to l.sess already, so it gets a scratch copy of the identity.
+	var scratch *sessions.Session
+	if !l.flushed {
+		l.flushed = true
+		scratch = &l.scratch
+		scratch.Events = l.scratchEvents[:0]
+	} else {
+		scratch = &sessions.Session{}
+	}
+	scratch.ID, scratch.AppName, scratch.UserID, scratch.State = l.sess.ID, l.sess.AppName, l.sess.UserID, map[string]any{}
+	l.mu.Unlock()
 	var err error
 	if ra, ok := l.batch.(sessions.ReleasingAppender); ok && l.lease != nil {
 		err = ra.AppendEventsRelease(context.WithoutCancel(ctx), scratch, evs, l.lease)
@@ -509,7 +529,7 @@ func (t *turn) route(ctx context.Context, sess *sessions.Session, msg *genai.Con
 			return t.nextAgent(sess), t.newInvID, nil, msg, nil
 		}
 		t.madeInvID = true
-		return t.nextAgent(sess), NewInvocationID(t.svc.newID()), nil, msg, nil
+		return t.nextAgent(sess), t.svc.newInvocationID(), nil, msg, nil
 	}
 	var author string
 	direct := &genai.Content{Role: genai.RoleUser}

@@ -1,0 +1,77 @@
+package agentcore
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// newUUID's ids are what uuid.NewString makes: canonical version 4 UUIDs
+// (appendUUID writes a UUID's bytes as uuid.UUID.String does).
+func TestNewUUIDIsCanonicalV4(t *testing.T) {
+	seen := map[string]bool{}
+	for range 10000 {
+		s := newUUID()
+		u, err := uuid.Parse(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if u.String() != s || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("%q: string %q, version %d, variant %v", s, u.String(), u.Version(), u.Variant())
+		}
+		if seen[s] {
+			t.Fatalf("%q made twice", s)
+		}
+		seen[s] = true
+	}
+	for range 1000 {
+		u := uuid.New()
+		b := [16]byte(u)
+		if got := string(appendUUID(nil, &b)); got != u.String() {
+			t.Fatalf("appendUUID(%v) = %q, want %q", u, got, u.String())
+		}
+	}
+}
+
+func TestNewPrefixedUUID(t *testing.T) {
+	for _, prefix := range []string{"", "e-", "call_", strings.Repeat("p", 27), strings.Repeat("p", 28), strings.Repeat("long", 40)} {
+		s := newPrefixedUUID(prefix)
+		rest, ok := strings.CutPrefix(s, prefix)
+		if !ok {
+			t.Fatalf("%q: prefix %q missing", s, prefix)
+		}
+		if u, err := uuid.Parse(rest); err != nil || u.String() != rest || u.Version() != 4 {
+			t.Fatalf("%q: %q is not a canonical v4 UUID (%v)", s, rest, err)
+		}
+	}
+	svc := &services{newID: newUUID, randomIDs: true}
+	if id := svc.newInvocationID(); !strings.HasPrefix(id, "e-") || len(id) != 38 {
+		t.Fatalf("random invocation id %q", id)
+	}
+	svc = &services{newID: func() string { return "7" }}
+	if id := svc.newInvocationID(); id != NewInvocationID("7") {
+		t.Fatalf("invocation id from a given NewID: %q", id)
+	}
+}
+
+func BenchmarkNewUUID(b *testing.B) {
+	b.Run("newUUID", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_ = newUUID()
+		}
+	})
+	b.Run("uuid.NewString", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_ = uuid.NewString()
+		}
+	})
+	b.Run("invocation", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_ = newPrefixedUUID("e-")
+		}
+	})
+}
