@@ -151,7 +151,7 @@ func (l *RunLog) key(run string) string {
 // MAXLEN: one that holds no more entries than that needs none. It answers
 // the number of the last entry, "ENDED" when the log had ended, or an
 // error when the frames would leave a hole.
-var runWriteScript = goredis.NewScript(`
+var runWriteScript = newLuaScript(`
 if KEYS[2] then
   redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
   redis.call('PEXPIRE', KEYS[2], ARGV[9])
@@ -204,15 +204,15 @@ func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends 
 	if end {
 		endArg = "1"
 	}
-	var cmd *goredis.Cmd
+	var a []any
 	if put != nil {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxLenArg, l.expiryArg, first,
+		a = append(runWriteScript.call(9, l.key(run), put.key), l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg, put.field, put.value, put.ttl.Milliseconds())
 	} else {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxLenArg, l.expiryArg, first,
+		a = append(runWriteScript.call(6, l.key(run)), l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg)
 	}
-	res, err := cmd.Text()
+	res, err := runWriteScript.run(ctx, l.s.client, a).Text()
 	switch {
 	case err != nil:
 		return 0, false, l.s.fail(ctx, "run log", err)
