@@ -104,7 +104,7 @@ func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateReque
 // acquireOpen runs o, which takes the lease with token, until the lease
 // is free or wait is over.
 func (s *Store) acquireOpen(ctx context.Context, o *opening, token string, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
-	key := s.lockKey(o.get.AppName, o.get.UserID, o.get.SessionID)
+	key := o.lockKey
 	deadline := time.Now().Add(wait)
 	poll := minPoll
 	for {

@@ -149,7 +149,7 @@ func (l *RunLog) key(run string) string {
 // Frames already there are skipped (a write tried again after a lost
 // reply). It trims only a stream whose last entry's number is beyond
 // MAXLEN: one that holds no more entries than that needs none. It answers
-// the number of the last entry, "ENDED" when the log had ended, or an
+// the number of the last entry, -1 when the log had ended, or an
 // error when the frames would leave a hole.
 var runWriteScript = newLuaScript(`
 if KEYS[2] then
@@ -167,8 +167,8 @@ if last == nil then
     lastn = n - 1
   end
 elseif last[2][1] == 'e' then
-  if ARGV[6] == '1' then return string.sub(last[1], 3) end
-  return 'ENDED'
+  if ARGV[6] == '1' then return tonumber(string.sub(last[1], 3)) end
+  return -1
 else
   lastn = tonumber(string.sub(last[1], 3))
 end
@@ -193,7 +193,7 @@ if lastn > tonumber(ARGV[1]) then
   redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return tostring(lastn)
+return lastn
 `)
 
 // write runs runWriteScript: frames first on (data, ends), and the end,
@@ -212,18 +212,17 @@ func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends 
 		a = append(runWriteScript.call(6, l.key(run)), l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg)
 	}
-	res, err := runWriteScript.run(ctx, l.s.client, a).Text()
+	// The reply is an integer, not a string to parse: nothing to allocate.
+	res, err := runWriteScript.run(ctx, l.s.client, a).Int64()
 	switch {
 	case err != nil:
 		return 0, false, l.s.fail(ctx, "run log", err)
-	case res == "ENDED":
+	case res == -1:
 		return 0, true, nil
+	case res < 1:
+		return 0, false, corrupt("run log reply " + strconv.FormatInt(res, 10))
 	}
-	last, err = strconv.ParseInt(res, 10, 64)
-	if err != nil {
-		return 0, false, corrupt("run log reply " + res)
-	}
-	return last, false, nil
+	return res, false, nil
 }
 
 // runWriter is this process's writing of one run's log: the frames

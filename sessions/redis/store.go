@@ -154,7 +154,7 @@ func (sc *luaScript) cmd(ctx context.Context, a []any, eval bool) *goredis.Cmd {
 func (sc *luaScript) run(ctx context.Context, c processor, a []any) *goredis.Cmd {
 	cmd := sc.cmd(ctx, a, false)
 	_ = c.Process(ctx, cmd)
-	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") { // (it allocates, even for nil)
 		cmd = sc.cmd(ctx, a, true)
 		_ = c.Process(ctx, cmd)
 	}
@@ -208,6 +208,9 @@ type opening struct {
 	// tokenArg is the lease's token as the call has it, for the lease
 	// (heldLease.tokenArg).
 	tokenArg any
+	// lockKey is the session's lease key (Store.lockKey), when the call
+	// takes the lease.
+	lockKey string
 	// appDelta is the create's app: delta, written apart on Cluster.
 	appDelta map[string]any
 	now      time.Time
@@ -224,6 +227,9 @@ func (s *Store) prepareOpen(op string, req sessions.GetRequest, token, mode stri
 		since = "1"
 	}
 	o := &opening{op: op, get: req, now: now, tokenArg: token}
+	if token != "" {
+		o.lockKey = base + "lock:" + req.SessionID
+	}
 	id, root := idArgs(req.SessionID)
 	o.call = append(s.scriptCall(openScript, base, req.SessionID, req.AppName, 13), base, id, root, o.tokenArg,
 		s.lockTTLArg, mode, now.UnixMicro(), s.ttlArg, since, max(req.NumRecentEvents, 0))
