@@ -565,11 +565,7 @@ func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, reten
 		_ = idx.Put(ctx, in, retention)
 		return l.End(ctx, in.ID)
 	}
-	put, err := x.put(in, retention)
-	if err != nil {
-		return err
-	}
-	return l.end(ctx, in.ID, put)
+	return l.end(ctx, in.ID, x.put(in, retention))
 }
 
 // end is End, with the run's index entry put by the write of the end when
