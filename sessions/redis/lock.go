@@ -104,19 +104,19 @@ func (s *Store) AcquireGetOrCreate(ctx context.Context, req sessions.CreateReque
 // acquireOpen runs o, which takes the lease with token, until the lease
 // is free or wait is over.
 func (s *Store) acquireOpen(ctx context.Context, o *opening, token string, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
-	key := s.lockKey(o.get.AppName, o.get.UserID, o.get.SessionID)
+	key := o.lockKey
 	deadline := time.Now().Add(wait)
 	poll := minPoll
 	for {
 		res, err := s.open(ctx, o)
 		switch {
 		case err != nil && res.ran && !res.busy:
-			s.hold(key, token).Release() // the script took the lease
+			s.holdArg(key, token, o.tokenArg).Release() // the script took the lease
 			return nil, nil, err
 		case err != nil:
 			return nil, nil, err // the lease, if a lost reply took it, expires
 		case !res.busy:
-			lease := s.hold(key, token)
+			lease := s.holdArg(key, token, o.tokenArg)
 			if res.sess == nil {
 				return nil, lease, fmt.Errorf("%w: %s", sessions.ErrNotFound, o.get.SessionID)
 			}
@@ -138,7 +138,9 @@ func (s *Store) acquireOpen(ctx context.Context, o *opening, token string, wait 
 type heldLease struct {
 	s          *Store
 	key, token string
-	released   atomic.Bool // released with a write
+	// tokenArg is token as a script argument (boxed once).
+	tokenArg any
+	released atomic.Bool // released with a write
 	renewal
 	once sync.Once
 }
@@ -194,7 +196,12 @@ var _ sessions.Lease = (*heldLease)(nil)
 
 // hold renews the lease until it is released.
 func (s *Store) hold(key, token string) *heldLease {
-	l := &heldLease{s: s, key: key, token: token}
+	return s.holdArg(key, token, token)
+}
+
+// holdArg is hold, with the token already boxed (tokenArg).
+func (s *Store) holdArg(key, token string, tokenArg any) *heldLease {
+	l := &heldLease{s: s, key: key, token: token, tokenArg: tokenArg}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(l.every(), l.renew)
 	l.mu.Unlock()

@@ -69,8 +69,11 @@ type Store struct {
 	prefix  string
 	ttl     time.Duration
 	lockTTL time.Duration
-	now     func() time.Time
-	newID   func() string
+	// ttlArg and lockTTLArg are ttl and lockTTL in ms as the scripts take
+	// them, boxed once rather than at each call.
+	ttlArg, lockTTLArg any
+	now                func() time.Time
+	newID              func() string
 	// oneNode: not Cluster, so a script may touch keys of any hash slot
 	// (the app: hash with a session's keys, a run's index entry with its
 	// log's).
@@ -117,6 +120,7 @@ func New(cfg Config) (*Store, error) {
 	if s.lockTTL < 10*time.Millisecond {
 		return nil, configError("LockTTL must be at least 10ms")
 	}
+	s.ttlArg, s.lockTTLArg = s.ttl.Milliseconds(), s.lockTTL.Milliseconds()
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"strconv"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentgate/agentgate/internal/jsonenc"
 	"github.com/agentgate/agentgate/runs"
 )
 
@@ -49,25 +51,31 @@ type indexPut struct {
 }
 
 // put is what Put writes.
-func (x *RunIndex) put(in runs.Info, retention time.Duration) (*indexPut, error) {
+func (x *RunIndex) put(in runs.Info, retention time.Duration) *indexPut {
 	v := indexedRun{Status: in.Status, Started: in.Started.UnixMicro(), Updated: in.Updated.UnixMicro()}
 	if !in.Ended.IsZero() {
 		v.Ended = in.Ended.UnixMicro()
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	return &indexPut{key: x.key(in.App, in.User, in.Session), field: in.ID, value: v.appendJSON(make([]byte, 0, 112)),
+		ttl: max(retention, time.Second)}
+}
+
+// appendJSON appends v's JSON, what json.Marshal makes of it, to b (an
+// ended run's is about 100 bytes, hence put's 112).
+func (v *indexedRun) appendJSON(b []byte) []byte {
+	b = jsonenc.AppendString(append(b, `{"status":`...), string(v.Status))
+	b = strconv.AppendInt(append(b, `,"started":`...), v.Started, 10)
+	b = strconv.AppendInt(append(b, `,"updated":`...), v.Updated, 10)
+	if v.Ended != 0 {
+		b = strconv.AppendInt(append(b, `,"ended":`...), v.Ended, 10)
 	}
-	return &indexPut{key: x.key(in.App, in.User, in.Session), field: in.ID, value: b, ttl: max(retention, time.Second)}, nil
+	return append(b, '}')
 }
 
 // Put implements runs.Index.
 func (x *RunIndex) Put(ctx context.Context, in runs.Info, retention time.Duration) error {
-	put, err := x.put(in, retention)
-	if err != nil {
-		return err
-	}
-	_, err = x.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	put := x.put(in, retention)
+	_, err := x.s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.HSet(ctx, put.key, put.field, put.value)
 		p.PExpire(ctx, put.key, put.ttl)
 		return nil

@@ -149,9 +149,9 @@ func (l *RunLog) key(run string) string {
 // Frames already there are skipped (a write tried again after a lost
 // reply). It trims only a stream whose last entry's number is beyond
 // MAXLEN: one that holds no more entries than that needs none. It answers
-// the number of the last entry, "ENDED" when the log had ended, or an
+// the number of the last entry, -1 when the log had ended, or an
 // error when the frames would leave a hole.
-var runWriteScript = goredis.NewScript(`
+var runWriteScript = newLuaScript(`
 if KEYS[2] then
   redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
   redis.call('PEXPIRE', KEYS[2], ARGV[9])
@@ -167,8 +167,8 @@ if last == nil then
     lastn = n - 1
   end
 elseif last[2][1] == 'e' then
-  if ARGV[6] == '1' then return string.sub(last[1], 3) end
-  return 'ENDED'
+  if ARGV[6] == '1' then return tonumber(string.sub(last[1], 3)) end
+  return -1
 else
   lastn = tonumber(string.sub(last[1], 3))
 end
@@ -193,7 +193,7 @@ if lastn > tonumber(ARGV[1]) then
   redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return tostring(lastn)
+return lastn
 `)
 
 // write runs runWriteScript: frames first on (data, ends), and the end,
@@ -204,26 +204,25 @@ func (l *RunLog) write(ctx context.Context, run string, first int64, data, ends 
 	if end {
 		endArg = "1"
 	}
-	var cmd *goredis.Cmd
+	var a []any
 	if put != nil {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run), put.key}, l.maxLenArg, l.expiryArg, first,
+		a = append(runWriteScript.call(9, l.key(run), put.key), l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg, put.field, put.value, put.ttl.Milliseconds())
 	} else {
-		cmd = runWriteScript.Run(ctx, l.s.client, []string{l.key(run)}, l.maxLenArg, l.expiryArg, first,
+		a = append(runWriteScript.call(6, l.key(run)), l.maxLenArg, l.expiryArg, first,
 			data, ends, endArg)
 	}
-	res, err := cmd.Text()
+	// The reply is an integer, not a string to parse: nothing to allocate.
+	res, err := runWriteScript.run(ctx, l.s.client, a).Int64()
 	switch {
 	case err != nil:
 		return 0, false, l.s.fail(ctx, "run log", err)
-	case res == "ENDED":
+	case res == -1:
 		return 0, true, nil
+	case res < 1:
+		return 0, false, corrupt("run log reply " + strconv.FormatInt(res, 10))
 	}
-	last, err = strconv.ParseInt(res, 10, 64)
-	if err != nil {
-		return 0, false, corrupt("run log reply " + res)
-	}
-	return last, false, nil
+	return res, false, nil
 }
 
 // runWriter is this process's writing of one run's log: the frames
@@ -566,11 +565,7 @@ func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, reten
 		_ = idx.Put(ctx, in, retention)
 		return l.End(ctx, in.ID)
 	}
-	put, err := x.put(in, retention)
-	if err != nil {
-		return err
-	}
-	return l.end(ctx, in.ID, put)
+	return l.end(ctx, in.ID, x.put(in, retention))
 }
 
 // end is End, with the run's index entry put by the write of the end when

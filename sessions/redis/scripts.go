@@ -124,7 +124,7 @@ end
 // events, user[, app]}: created is 1 when this call created it, updated
 // meta's update time, state, user and app the hashes' fields and values
 // (app only with the app key), events the window's event JSON.
-var openScript = goredis.NewScript(luaLib + `
+var openScript = newLuaScript(luaLib + `
 local base, id, root, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if token ~= '' then
   local lock = base .. 'lock:' .. id
@@ -190,7 +190,7 @@ return out
 // released}: status 0 when the session does not exist (nothing is done,
 // the lease is left), 1 when appended, 2 for a retry; released 1 when the
 // lease was deleted.
-var appendScript = goredis.NewScript(luaLib + lineLib + `
+var appendScript = newLuaScript(luaLib + lineLib + `
 -- uncovered reports whether the stored event JSON e is one a compaction
 -- ending at time stop does not cover: not a compaction, and later.
 local function uncovered(e, stop)

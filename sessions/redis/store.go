@@ -60,14 +60,25 @@ func (s *Store) lockKey(app, user, id string) string {
 	return s.userBase(app, user) + "lock:" + id
 }
 
-// scriptKeys are the KEYS of the open and append scripts: the session's
-// meta hash (the scripts build the session's other keys from base and the
+// scriptCall starts a call of the open or append script (sc) with room
+// for n arguments (see luaScript.call): its KEYS are the session's meta
+// hash (the scripts build the session's other keys from base and the
 // ids), and the app: hash unless it lives on another Cluster node.
-func (s *Store) scriptKeys(base, id, app string) []string {
+func (s *Store) scriptCall(sc *luaScript, base, id, app string, n int) []any {
 	if s.oneNode {
-		return []string{base + "meta:" + id, s.appKey(app)}
+		return sc.call(n, base+"meta:"+id, s.appKey(app))
 	}
-	return []string{base + "meta:" + id}
+	return sc.call(n, base+"meta:"+id)
+}
+
+// idArgs are a session id and its tree's root as script arguments: one
+// value twice for a top-level session (boxed once).
+func idArgs(id string) (idArg, rootArg any) {
+	idArg = id
+	if root := rootOf(id); root != id {
+		return idArg, root
+	}
+	return idArg, idArg
 }
 
 // rootOf is the top-level session of the tree id belongs to.
@@ -97,6 +108,71 @@ func (s *Store) pipeline(ctx context.Context, op string, build func(p goredis.Pi
 	return nil
 }
 
+// A luaScript is a script the store calls with EVALSHA commands it builds
+// itself (call, then run or queue): the keys and arguments go straight
+// into the command's one slice, where goredis.Script.Run copies them into
+// a slice of its own and boxes the command's name, the hash and each key
+// again at every call.
+type luaScript struct {
+	*goredis.Script
+	src, sha any // boxed once
+}
+
+func newLuaScript(src string) *luaScript {
+	sc := goredis.NewScript(src)
+	return &luaScript{Script: sc, src: src, sha: sc.Hash()}
+}
+
+// call starts a call with keys: EVALSHA, the hash, the number of keys and
+// the keys, with room for n arguments to be appended.
+func (sc *luaScript) call(n int, keys ...string) []any {
+	a := make([]any, 3+len(keys), 3+len(keys)+n)
+	a[0], a[1], a[2] = "evalsha", sc.sha, len(keys)
+	for i, k := range keys {
+		a[3+i] = k
+	}
+	return a
+}
+
+// cmd is the command of a call (built by call); with eval, sent whole
+// (EVAL and the source), in a copy of a.
+func (sc *luaScript) cmd(ctx context.Context, a []any, eval bool) *goredis.Cmd {
+	if eval {
+		a = slices.Clone(a)
+		a[0], a[1] = "eval", sc.src
+	}
+	cmd := goredis.NewCmd(ctx, a...)
+	if a[2] != 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
+}
+
+// run sends a call (built by call) in one round trip, and again with EVAL
+// when the server has not cached the script (NOSCRIPT: first use, restart,
+// failover), as goredis.Script.Run does.
+func (sc *luaScript) run(ctx context.Context, c processor, a []any) *goredis.Cmd {
+	cmd := sc.cmd(ctx, a, false)
+	_ = c.Process(ctx, cmd)
+	if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") { // (it allocates, even for nil)
+		cmd = sc.cmd(ctx, a, true)
+		_ = c.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// processor sends commands: a client.
+type processor interface {
+	Process(ctx context.Context, cmd goredis.Cmder) error
+}
+
+// queue queues a call (built by call) on p; with eval, sent whole.
+func (sc *luaScript) queue(ctx context.Context, p goredis.Pipeliner, a []any, eval bool) *goredis.Cmd {
+	cmd := sc.cmd(ctx, a, eval)
+	_ = p.Process(ctx, cmd)
+	return cmd
+}
+
 func script(ctx context.Context, p goredis.Pipeliner, sc *goredis.Script, eval bool, keys []string, args ...any) *goredis.Cmd {
 	if eval {
 		return sc.Eval(ctx, p, keys, args...)
@@ -104,10 +180,11 @@ func script(ctx context.Context, p goredis.Pipeliner, sc *goredis.Script, eval b
 	return sc.EvalSha(ctx, p, keys, args...)
 }
 
-// run runs one script in one round trip (sent again with EVAL when the
-// server has not cached it) and returns its reply.
-func (s *Store) run(ctx context.Context, op string, sc *goredis.Script, keys []string, args ...any) (any, error) {
-	v, err := sc.Run(ctx, s.client, keys, args...).Result()
+// run runs a call of sc (built by luaScript.call) in one round trip (sent
+// again with EVAL when the server has not cached it) and returns its
+// reply.
+func (s *Store) run(ctx context.Context, op string, sc *luaScript, a []any) (any, error) {
+	v, err := sc.run(ctx, s.client, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, op, err)
 	}
@@ -124,10 +201,16 @@ const (
 // opening is one call of the open script (see openScript): its keys and
 // arguments, and what the caller needs once it ran.
 type opening struct {
-	op   string // for errors
-	get  sessions.GetRequest
-	keys []string
-	args []any
+	op  string // for errors
+	get sessions.GetRequest
+	// call is the script's call (luaScript.call): keys and arguments.
+	call []any
+	// tokenArg is the lease's token as the call has it, for the lease
+	// (heldLease.tokenArg).
+	tokenArg any
+	// lockKey is the session's lease key (Store.lockKey), when the call
+	// takes the lease.
+	lockKey string
 	// appDelta is the create's app: delta, written apart on Cluster.
 	appDelta map[string]any
 	now      time.Time
@@ -143,15 +226,19 @@ func (s *Store) prepareOpen(op string, req sessions.GetRequest, token, mode stri
 	if req.SinceCompaction {
 		since = "1"
 	}
-	o := &opening{op: op, get: req, keys: s.scriptKeys(base, req.SessionID, req.AppName), now: now}
-	o.args = []any{base, req.SessionID, rootOf(req.SessionID), token, s.lockTTL.Milliseconds(), mode, now.UnixMicro(),
-		s.ttl.Milliseconds(), since, max(req.NumRecentEvents, 0)}
+	o := &opening{op: op, get: req, now: now, tokenArg: token}
+	if token != "" {
+		o.lockKey = base + "lock:" + req.SessionID
+	}
+	id, root := idArgs(req.SessionID)
+	o.call = append(s.scriptCall(openScript, base, req.SessionID, req.AppName, 13), base, id, root, o.tokenArg,
+		s.lockTTLArg, mode, now.UnixMicro(), s.ttlArg, since, max(req.NumRecentEvents, 0))
 	if mode == openRead {
 		return o, nil
 	}
 	own, appDelta, userDelta := sessions.SplitDelta(state)
 	var err error
-	if o.args, err = deltaArgs(o.args, own, userDelta, appDelta); err != nil {
+	if o.call, err = deltaArgs(o.call, own, userDelta, appDelta); err != nil {
 		return nil, err
 	}
 	o.appDelta = appDelta
@@ -175,7 +262,7 @@ func (s *Store) open(ctx context.Context, o *opening) (openResult, error) {
 	var reply []any
 	var app any
 	if s.oneNode {
-		v, err := s.run(ctx, o.op, openScript, o.keys, o.args...)
+		v, err := s.run(ctx, o.op, openScript, o.call)
 		if err != nil {
 			return openResult{}, err
 		}
@@ -187,7 +274,7 @@ func (s *Store) open(ctx context.Context, o *opening) (openResult, error) {
 		var res *goredis.Cmd
 		var hash *goredis.MapStringStringCmd
 		if err := s.pipeline(ctx, o.op, func(p goredis.Pipeliner, eval bool) {
-			res = script(ctx, p, openScript, eval, o.keys, o.args...)
+			res = openScript.queue(ctx, p, o.call, eval)
 			hash = p.HGetAll(ctx, s.appKey(o.get.AppName))
 		}); err != nil {
 			return openResult{}, err
@@ -453,10 +540,23 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 // before the write.
 func (s *Store) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
 	l, _ := sessions.UnwrapLease(lease).(*heldLease)
-	if l != nil && (l.s != s || sess == nil || l.key != s.lockKey(sess.AppName, sess.UserID, sess.ID)) {
+	if l != nil && (l.s != s || sess == nil || !l.locks(sess)) {
 		l = nil // another store's or another session's: left to its holder
 	}
 	return s.appendEvents(ctx, sess, evs, l)
+}
+
+// locks reports whether l is the lease of sess's session: its key is
+// s.lockKey(sess.AppName, sess.UserID, sess.ID), compared piece by piece
+// rather than built.
+func (l *heldLease) locks(sess *sessions.Session) bool {
+	k, ok := l.key, true
+	for _, part := range [...]string{l.s.prefix, "{", escaper.Replace(sess.AppName), "|", escaper.Replace(sess.UserID), "}:lock:"} {
+		if k, ok = strings.CutPrefix(k, part); !ok {
+			return false
+		}
+	}
+	return k == sess.ID
 }
 
 // appendEvents stores evs on sess, releasing lease with the write when it
@@ -481,12 +581,13 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 			comp, compEnd = i+1, sessions.EpochSeconds(ev.Actions.Compaction.EndTimestamp)
 		}
 	}
-	token := ""
+	var token any = ""
 	if lease != nil {
-		token = lease.token
+		token = lease.tokenArg
 	}
-	args := make([]any, 0, 9+5*len(evs))
-	args = append(args, base, sess.ID, rootOf(sess.ID), s.ttl.Milliseconds(), last.ID, len(evs), comp, compEnd, token)
+	id, root := idArgs(sess.ID)
+	args := append(s.scriptCall(appendScript, base, sess.ID, sess.AppName, 9+5*len(evs)),
+		base, id, root, s.ttlArg, last.ID, len(evs), comp, compEnd, token)
 	var appDeltas map[string]any
 	var updated int64
 	for _, ev := range evs {
@@ -510,7 +611,7 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 			maps.Copy(appDeltas, appDelta)
 		}
 	}
-	v, err := s.run(ctx, "append", appendScript, s.scriptKeys(base, sess.ID, sess.AppName), args...)
+	v, err := s.run(ctx, "append", appendScript, args)
 	if err != nil {
 		return err
 	}
