@@ -245,7 +245,11 @@ func (c *call) post(ctx context.Context, url, accept string) (*http.Response, er
 		// the client would stop waiting for it.
 		header["X-Server-Timeout"] = []string{strconv.FormatInt(int64(math.Ceil(timeout.Seconds())), 10)}
 	}
-	resp, err := wire.Post(ctx, up.client, url, header, c.body, up.timeout)
+	u, err := wire.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := wire.Post(ctx, up.client, u, header, c.body, up.timeout)
 	if err != nil {
 		return nil, err
 	}
