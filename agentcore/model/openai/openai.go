@@ -198,15 +198,18 @@ type call struct {
 	id string
 }
 
+// includeUsage is every streamed call's stream options, read-only.
+var includeUsage = streamOptions{IncludeUsage: true}
+
 // body returns the JSON request body.
 func (c *call) body(req *model.Request, stream bool) ([]byte, error) {
-	params, err := buildParams(c.id, req)
-	if err != nil {
+	var params chatRequest
+	if err := buildParams(&params, c.id, req); err != nil {
 		return nil, err
 	}
 	if stream {
 		params.Stream = true
-		params.StreamOptions = &streamOptions{IncludeUsage: true}
+		params.StreamOptions = &includeUsage
 	}
 	return params.encode()
 }

@@ -206,11 +206,11 @@ func TestRequestMapping(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := buildParams("m", tc.req)
-			if err != nil {
+			var p chatRequest
+			if err := buildParams(&p, "m", tc.req); err != nil {
 				t.Fatal(err)
 			}
-			raw, err := json.Marshal(p)
+			raw, err := json.Marshal(&p)
 			if err != nil {
 				t.Fatal(err)
 			}
