@@ -254,12 +254,12 @@ func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Resp
 		yield(nil, err)
 		return
 	}
-	out, err := readCompletion(raw)
-	if err != nil {
+	var out wireCompletion
+	if err := readCompletion(raw, &out); err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return
 	}
-	r, err := completionResponse(out)
+	r, err := completionResponse(&out)
 	if err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return
