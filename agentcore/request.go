@@ -199,7 +199,9 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 		}
 		evs = append(evs, ev)
 	}
-	var out []*genai.Content
+	// Room for a content an event (an own call's event takes two: grown
+	// then), the summary and the dynamic instruction buildRequest may add.
+	out := make([]*genai.Content, 0, len(evs)+2)
 	if summary != nil && a.cfg.IncludeContents != IncludeNone {
 		out = append(out, summary)
 	}
@@ -288,19 +290,52 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 			if ev.Author == a.cfg.Name {
 				role = genai.RoleModel
 			}
-			var parts []*genai.Part
-			for _, p := range ev.Content.Parts {
-				if p.Thought {
-					continue
-				}
-				parts = append(parts, p)
-			}
-			if len(parts) > 0 {
-				out = append(out, &genai.Content{Role: role, Parts: parts})
+			if c := withoutThoughts(role, ev.Content.Parts); c != nil {
+				out = append(out, c)
 			}
 		}
 	}
+	if len(out) == 0 {
+		return nil // as before the room was made
+	}
 	return out
+}
+
+// withoutThoughts returns a content of role with the parts that are not
+// thoughts, nil if there are none; one part (the usual case) is held in
+// the content's own room, more in a slice of their number.
+func withoutThoughts(role string, parts []*genai.Part) *genai.Content {
+	n := 0
+	for _, p := range parts {
+		if !p.Thought {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	var kept []*genai.Part
+	var c *genai.Content
+	if n == 1 {
+		one := new(onePartContent)
+		c, kept = &one.c, one.parts[:0]
+	} else {
+		c, kept = new(genai.Content), make([]*genai.Part, 0, n)
+	}
+	for _, p := range parts {
+		if !p.Thought {
+			kept = append(kept, p)
+		}
+	}
+	*c = genai.Content{Role: role, Parts: kept}
+	return c
+}
+
+// onePartContent is a content and room for its one part, in one
+// allocation.
+type onePartContent struct {
+	c     genai.Content
+	parts [1]*genai.Part
 }
 
 // SummaryPreamble starts the user-role content that carries a compaction's

@@ -156,7 +156,27 @@ type llm struct {
 var _ model.LLM = (*llm)(nil)
 
 // modelURLs are one model's two endpoints.
-type modelURLs struct{ complete, stream string }
+type modelURLs struct{ complete, stream target }
+
+// target is an endpoint's URL, parsed once (u nil if it does not parse:
+// each request then gives the error, as before).
+type target struct {
+	raw string
+	u   *url.URL
+}
+
+func newTarget(raw string) target {
+	u, _ := wire.ParseURL(raw)
+	return target{raw: raw, u: u}
+}
+
+// url returns the parsed URL, or why it does not parse.
+func (t target) url() (*url.URL, error) {
+	if t.u != nil {
+		return t.u, nil
+	}
+	return wire.ParseURL(t.raw)
+}
 
 // urls returns the URLs of the model id: "models/<id>" unless id names its
 // collection ("models/" or "tunedModels/"), as genai resolves it.
@@ -168,7 +188,7 @@ func (e *endpoint) urls(id string) (modelURLs, error) {
 		id = "models/" + id
 	}
 	path := e.models + (&url.URL{Path: id}).EscapedPath()
-	return modelURLs{complete: path + ":generateContent", stream: path + ":streamGenerateContent?alt=sse"}, nil
+	return modelURLs{complete: newTarget(path + ":generateContent"), stream: newTarget(path + ":streamGenerateContent?alt=sse")}, nil
 }
 
 // Name returns the model id at the provider.
@@ -226,11 +246,11 @@ type call struct {
 	body []byte
 }
 
-// post sends the call's body once to url. A status of 300 or more is an
+// post sends the call's body once to to. A status of 300 or more is an
 // *apiError (the body read and closed). The upstream is told to keep to
 // the soonest of the provider's timeout, the HTTP client's and ctx's
 // deadline, as genai tells it.
-func (c *call) post(ctx context.Context, url, accept string) (*http.Response, error) {
+func (c *call) post(ctx context.Context, to target, accept string) (*http.Response, error) {
 	up := c.p.up
 	header := up.header(accept)
 	timeout := up.timeout
@@ -245,7 +265,11 @@ func (c *call) post(ctx context.Context, url, accept string) (*http.Response, er
 		// the client would stop waiting for it.
 		header["X-Server-Timeout"] = []string{strconv.FormatInt(int64(math.Ceil(timeout.Seconds())), 10)}
 	}
-	resp, err := wire.Post(ctx, up.client, url, header, c.body, up.timeout)
+	u, err := to.url()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := wire.Post(ctx, up.client, u, header, c.body, up.timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -82,11 +82,11 @@ type Provider struct {
 
 // endpoint is where and how a provider's requests go.
 type endpoint struct {
-	url string // base URL + "/chat/completions"
-	// header returns a new copy of every request's headers, with Accept
-	// set to accept; they hold the credentials, so they are kept in a
-	// closure, which prints as an address.
-	header  func(accept string) http.Header
+	url *url.URL // base URL + "/chat/completions", parsed once
+	// header returns the headers of a request (a streamed one's when
+	// stream), with Accept set; they hold the credentials, so they are
+	// kept in a closure, which prints as an address.
+	header  func(stream bool) http.Header
 	client  *http.Client
 	timeout time.Duration
 	retries int
@@ -110,14 +110,42 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("openai provider %q: timeout must not be negative", cfg.Name)
 	}
-	up := &endpoint{url: strings.TrimSuffix(base, "/") + "/chat/completions", wait: model.Sleep}
+	if u, err = wire.ParseURL(strings.TrimSuffix(base, "/") + "/chat/completions"); err != nil {
+		return nil, fmt.Errorf("openai provider %q: base_url %q: %w", cfg.Name, base, err)
+	}
+	up := &endpoint{url: u, wait: model.Sleep}
 	up.client, up.timeout, up.retries = wire.Settings(cfg.HTTPClient, cfg.Timeout, DefaultTimeout, cfg.MaxRetries, DefaultMaxRetries)
 	var auth http.Header
 	if cfg.APIKey != "" {
 		auth = http.Header{"Authorization": {"Bearer " + cfg.APIKey.Reveal()}}
 	}
-	up.header = wire.ProviderHeader(userAgent, auth, cfg.Headers)
+	up.header = requestHeader(up.client, wire.ProviderHeader(userAgent, auth, cfg.Headers))
 	return &Provider{name: cfg.Name, up: up, keys: model.NewRedactor(cfg.APIKey, cfg.Headers)}, nil
+}
+
+// requestHeader returns the headers of each request, from copier. A
+// client without a cookie jar only reads a request's headers (it adds
+// cookies to them otherwise), and so does every transport
+// (http.RoundTripper's contract): its requests share two copies made
+// here, one per Accept, read-only. A client with a jar gets a copy per
+// request.
+func requestHeader(client *http.Client, copier func(accept string) http.Header) func(stream bool) http.Header {
+	const jsonAccept, streamAccept = "application/json", "text/event-stream"
+	if client.Jar != nil {
+		return func(stream bool) http.Header {
+			if stream {
+				return copier(streamAccept)
+			}
+			return copier(jsonAccept)
+		}
+	}
+	complete, streamed := copier(jsonAccept), copier(streamAccept)
+	return func(stream bool) http.Header {
+		if stream {
+			return streamed
+		}
+		return complete
+	}
 }
 
 // Name returns the provider's name from config.
@@ -170,15 +198,18 @@ type call struct {
 	id string
 }
 
+// includeUsage is every streamed call's stream options, read-only.
+var includeUsage = streamOptions{IncludeUsage: true}
+
 // body returns the JSON request body.
 func (c *call) body(req *model.Request, stream bool) ([]byte, error) {
-	params, err := buildParams(c.id, req)
-	if err != nil {
+	var params chatRequest
+	if err := buildParams(&params, c.id, req); err != nil {
 		return nil, err
 	}
 	if stream {
 		params.Stream = true
-		params.StreamOptions = &streamOptions{IncludeUsage: true}
+		params.StreamOptions = &includeUsage
 	}
 	return params.encode()
 }
@@ -187,12 +218,8 @@ func (c *call) body(req *model.Request, stream bool) ([]byte, error) {
 // another attempt (model.RetryDelay), or the retries are used up. The
 // response's body ends the attempt's timeout when closed.
 func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	accept := "application/json"
-	if stream {
-		accept = "text/event-stream"
-	}
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, body, accept)
+		resp, err := c.attempt(ctx, body, stream)
 		if err == nil {
 			return resp, nil
 		}
@@ -209,9 +236,9 @@ func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Respon
 
 // attempt sends body once. A status of 400 or more is an *apiError (the
 // body read and closed); resp is returned with it for its headers.
-func (c *call) attempt(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+func (c *call) attempt(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
 	up := c.p.up
-	resp, err := wire.Post(ctx, up.client, up.url, up.header(accept), body, up.timeout)
+	resp, err := wire.Post(ctx, up.client, up.url, up.header(stream), body, up.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +254,12 @@ func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Resp
 		yield(nil, err)
 		return
 	}
-	out, err := readCompletion(raw)
-	if err != nil {
+	var out wireCompletion
+	if err := readCompletion(raw, &out); err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return
 	}
-	r, err := completionResponse(out)
+	r, err := completionResponse(&out)
 	if err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return

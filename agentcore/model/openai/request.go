@@ -130,10 +130,11 @@ type jsonSchemaFormat struct {
 	Schema map[string]any `json:"schema"`
 }
 
-// buildParams maps a runtime request onto a chat-completions request body.
+// buildParams maps a runtime request onto a chat-completions request body,
+// p (which the caller may keep on its stack: encode keeps no part of it).
 // It is pure: no I/O, and req is not modified.
-func buildParams(modelID string, req *model.Request) (*chatRequest, error) {
-	p := &chatRequest{Model: modelID, Messages: make([]chatMessage, 0, len(req.Contents)+1)}
+func buildParams(p *chatRequest, modelID string, req *model.Request) error {
+	*p = chatRequest{Model: modelID, Messages: make([]chatMessage, 0, len(req.Contents)+1)}
 	cfg := req.Config
 	if cfg == nil {
 		cfg = &genai.GenerateContentConfig{}
@@ -141,18 +142,17 @@ func buildParams(modelID string, req *model.Request) (*chatRequest, error) {
 	if sys := joinText(cfg.SystemInstruction, "\n\n"); sys != "" {
 		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: sys})
 	}
-	msgs, err := messages(req.Contents)
-	if err != nil {
-		return nil, err
+	var err error
+	if p.Messages, err = messages(p.Messages, req.Contents); err != nil {
+		return err
 	}
-	p.Messages = append(p.Messages, msgs...)
 
 	if p.Tools, err = tools(cfg.Tools); err != nil {
-		return nil, err
+		return err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
 	if p.ResponseFormat, err = responseFormatOf(cfg, req.Options); err != nil {
-		return nil, err
+		return err
 	}
 	generationSettings(p, cfg)
 	o := req.Options
@@ -160,7 +160,7 @@ func buildParams(modelID string, req *model.Request) (*chatRequest, error) {
 		p.ParallelToolCalls = o.ParallelToolCalls
 	}
 	p.ReasoningEffort, p.Verbosity, p.ServiceTier = o.ReasoningEffort, o.Verbosity, o.ServiceTier
-	return p, nil
+	return nil
 }
 
 // detail is an image part's detail: low or high from its media
@@ -471,11 +471,11 @@ func joinText(c *genai.Content, sep string) string {
 	return strings.Join(texts, sep)
 }
 
-// messages maps the conversation. Function calls keep their ids; a call
-// without one gets a stable synthetic id that its response (matched by
-// name, in order) reuses, so the pairing chat completions needs holds.
-func messages(contents []*genai.Content) ([]chatMessage, error) {
-	out := make([]chatMessage, 0, len(contents))
+// messages appends the conversation's messages to out. Function calls
+// keep their ids; a call without one gets a stable synthetic id that its
+// response (matched by name, in order) reuses, so the pairing chat
+// completions needs holds.
+func messages(out []chatMessage, contents []*genai.Content) ([]chatMessage, error) {
 	var pending map[string][]string // function name -> synthetic ids awaiting a response
 	synthetic := 0
 	for _, c := range contents {
@@ -488,7 +488,7 @@ func messages(contents []*genai.Content) ([]chatMessage, error) {
 			}
 			continue
 		}
-		var parts []contentPart
+		var parts userParts
 		for _, p := range c.Parts {
 			switch {
 			case p == nil || p.Thought:
@@ -499,7 +499,7 @@ func messages(contents []*genai.Content) ([]chatMessage, error) {
 				}
 				out = append(out, m)
 			case p.Text != "":
-				parts = append(parts, contentPart{Type: "text", Text: p.Text})
+				parts.add(contentPart{Type: "text", Text: p.Text})
 			case p.InlineData != nil:
 				part, err := inlinePart(p.InlineData)
 				if err != nil {
@@ -508,22 +508,50 @@ func messages(contents []*genai.Content) ([]chatMessage, error) {
 				if part.ImageURL != nil {
 					part.ImageURL.Detail = detail(p)
 				}
-				parts = append(parts, part)
+				parts.add(part)
 			case p.FileData != nil:
 				if !strings.HasPrefix(p.FileData.MIMEType, "image/") {
 					return nil, fmt.Errorf("file part %q (%s): only images can be sent by URL", p.FileData.FileURI, p.FileData.MIMEType)
 				}
-				parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: p.FileData.FileURI, Detail: detail(p)}})
+				parts.add(contentPart{Type: "image_url", ImageURL: &imageURL{URL: p.FileData.FileURI, Detail: detail(p)}})
 			}
 		}
 		switch {
-		case len(parts) == 1 && parts[0].Type == "text":
-			out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
-		case len(parts) > 0:
-			out = append(out, chatMessage{Role: "user", Content: parts})
+		case parts.n == 1 && parts.first.Type == "text":
+			out = append(out, chatMessage{Role: "user", Content: parts.first.Text})
+		case parts.n > 0:
+			out = append(out, chatMessage{Role: "user", Content: parts.list()})
 		}
 	}
 	return out, nil
+}
+
+// userParts are a user content's parts, the first one held until a second
+// comes: a content of one text part, the usual one, is sent as a string,
+// and needs no slice.
+type userParts struct {
+	n     int
+	first contentPart
+	all   []contentPart // from the second part on, every part
+}
+
+func (u *userParts) add(p contentPart) {
+	switch u.n++; u.n {
+	case 1:
+		u.first = p
+	case 2:
+		u.all = append(make([]contentPart, 0, 2), u.first, p)
+	default:
+		u.all = append(u.all, p)
+	}
+}
+
+// list returns the parts, n > 0.
+func (u *userParts) list() []contentPart {
+	if u.n == 1 {
+		return []contentPart{u.first}
+	}
+	return u.all
 }
 
 // assistantMessage maps a model turn: its text and its function calls.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/cookiejar"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -204,11 +206,11 @@ func TestRequestMapping(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := buildParams("m", tc.req)
-			if err != nil {
+			var p chatRequest
+			if err := buildParams(&p, "m", tc.req); err != nil {
 				t.Fatal(err)
 			}
-			raw, err := json.Marshal(p)
+			raw, err := json.Marshal(&p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,5 +309,35 @@ func TestHeaderCopies(t *testing.T) {
 	}
 	if got := base.Get("Accept"); got != "text/plain" {
 		t.Errorf("the configured headers changed: Accept = %q", got)
+	}
+}
+
+// TestRequestHeaderShared: without a cookie jar the client only reads a
+// request's headers, and requests share one copy per Accept; with one,
+// each request gets a copy of its own.
+func TestRequestHeaderShared(t *testing.T) {
+	copier := wire.ProviderHeader(userAgent, http.Header{"Authorization": {"Bearer k"}}, map[string]string{"X-Configured": "yes"})
+	shared := requestHeader(&http.Client{}, copier)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := requestHeader(&http.Client{Jar: jar}, copier)
+	for _, stream := range []bool{false, true} {
+		want := copier("application/json")
+		if stream {
+			want = copier("text/event-stream")
+		}
+		for _, h := range []func(bool) http.Header{shared, own} {
+			if diff := cmp.Diff(want, h(stream)); diff != "" {
+				t.Errorf("stream %v: headers (-want +got):\n%s", stream, diff)
+			}
+		}
+		if a, b := shared(stream), shared(stream); reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+			t.Errorf("stream %v: without a jar, two requests' headers are two maps", stream)
+		}
+		if a, b := own(stream), own(stream); reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+			t.Errorf("stream %v: with a jar, two requests share their headers", stream)
+		}
 	}
 }

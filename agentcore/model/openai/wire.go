@@ -98,9 +98,10 @@ func decodeBody(data []byte, c *wireCompletion) error {
 // maxBody bounds what a Content-Length makes readCompletion allocate ahead.
 const maxBody = 8 << 20
 
-// readCompletion reads and decodes a non-streamed answer and closes the
-// body, so that the connection goes back to the pool.
-func readCompletion(resp *http.Response) (*wireCompletion, error) {
+// readCompletion reads and decodes a non-streamed answer into c (which
+// the caller may keep on its stack) and closes the body, so that the
+// connection goes back to the pool.
+func readCompletion(resp *http.Response, c *wireCompletion) error {
 	defer resp.Body.Close()
 	size := int64(512)
 	if n := resp.ContentLength; n > 0 && n < maxBody {
@@ -108,13 +109,12 @@ func readCompletion(resp *http.Response) (*wireCompletion, error) {
 	}
 	body, err := readAll(resp.Body, make([]byte, 0, size))
 	if err != nil {
-		return nil, fmt.Errorf("error reading response body: %w", err)
+		return fmt.Errorf("error reading response body: %w", err)
 	}
-	var c wireCompletion
-	if err := decodeBody(body, &c); err != nil {
-		return nil, fmt.Errorf("error parsing response json: %w", err)
+	if err := decodeBody(body, c); err != nil {
+		return fmt.Errorf("error parsing response json: %w", err)
 	}
-	return &c, nil
+	return nil
 }
 
 // readAll appends what r holds to buf, as io.ReadAll does, but into buf's

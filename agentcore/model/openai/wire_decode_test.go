@@ -171,8 +171,8 @@ func TestReadCompletionAnyLength(t *testing.T) {
 	body := `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("ab", 700) + `"}}]}`
 	for _, n := range []int64{int64(len(body)), 10, int64(len(body)) + 100, -1, 0} {
 		for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body)), iotest.DataErrReader(strings.NewReader(body))} {
-			c, err := readCompletion(&http.Response{ContentLength: n, Body: io.NopCloser(r)})
-			if err != nil {
+			var c wireCompletion
+			if err := readCompletion(&http.Response{ContentLength: n, Body: io.NopCloser(r)}, &c); err != nil {
 				t.Fatalf("length %d: %v", n, err)
 			}
 			if got := c.Choices[0].Message.Content; got != strings.Repeat("ab", 700) {
@@ -180,7 +180,7 @@ func TestReadCompletionAnyLength(t *testing.T) {
 			}
 		}
 	}
-	if _, err := readCompletion(&http.Response{ContentLength: 50, Body: io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))}); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := readCompletion(&http.Response{ContentLength: 50, Body: io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))}, new(wireCompletion)); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("read error = %v", err)
 	}
 }

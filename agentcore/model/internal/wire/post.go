@@ -5,28 +5,77 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
-// Post sends body to url once, under a timeout of its own that bounds the
-// whole attempt, the reading of the answer included: closing the
-// response's body ends it. Any answer is returned, whatever its status;
-// the caller reads and closes its body.
-func Post(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, timeout time.Duration) (*http.Response, error) {
+// ParseURL parses an absolute request URL once, for Post, as
+// http.NewRequest would parse it for every request: its host's empty port
+// (a trailing ":") removed.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if strings.LastIndex(u.Host, ":") > strings.LastIndex(u.Host, "]") {
+		u.Host = strings.TrimSuffix(u.Host, ":")
+	}
+	return u, nil
+}
+
+// Post sends body to u (from ParseURL; each request gets a copy of its
+// own) once, under a timeout of its own that bounds the whole attempt,
+// the reading of the answer included: closing the response's body ends
+// it. Any answer is returned, whatever its status; the caller reads and
+// closes its body. header is sent as it is, not copied: the caller must
+// not change it while the request runs (http.Client only reads it unless
+// it has a cookie jar; see http.RoundTripper).
+//
+// The request is the one http.NewRequestWithContext makes (a body of known
+// length that can be read again, Host from the URL), made without parsing
+// the URL and with its URL, body and answer's wrapper in one allocation.
+// Its Host is left empty where NewRequest sets the URL's host: the same
+// bytes on the wire (the URL's host is sent when Host is empty), and no
+// copy of the URL by http.Client.
+func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Header, body []byte, timeout time.Duration) (*http.Response, error) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	a := &attempt{url: *u}
+	a.resp.cancel = cancel
+	a.body.Reset(body)
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           &a.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		Body:          io.NopCloser(&a.body), // what net/http knows as a body in memory
+		ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(body)), nil
+		},
+	}
+	if len(body) == 0 {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	resp, err := client.Do(req.WithContext(actx))
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	req.Header = header
-	resp, err := client.Do(req)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	resp.Body = &attemptBody{ReadCloser: resp.Body, cancel: cancel}
+	a.resp.ReadCloser = resp.Body
+	resp.Body = &a.resp
 	return resp, nil
+}
+
+// attempt is what Post allocates for a request, but for the request
+// itself (its context can only be set by a copy).
+type attempt struct {
+	url  url.URL
+	body bytes.Reader
+	resp attemptBody
 }
 
 // attemptBody ends its attempt's timeout when closed.
