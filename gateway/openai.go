@@ -451,11 +451,10 @@ func (cs *chatStream) start() *sseWriter {
 // openStream starts the SSE response of a turn, echoing the session the
 // client named; the turn paces its flushes.
 func openStream(c *gin.Context, ct *chatTurn) *sseWriter {
-	var hdr map[string]string
 	if ct.echoSession {
-		hdr = map[string]string{"X-Session-Id": ct.sessionID}
+		c.Writer.Header().Set("X-Session-Id", ct.sessionID)
 	}
-	return newSSE(c.Writer, hdr, &ct.pace)
+	return newSSE(c.Writer, &ct.pace)
 }
 
 // frameBufs holds the buffers streams make their frames in: a stream
