@@ -501,7 +501,7 @@ func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string
 
 // event writes what a client sees of one event of the run.
 func (cs *chatStream) event(ev *sessions.Event) error {
-	vis, err := visibleEvent(ev, cs.turn.run.InvocationID())
+	vis, err := visibleEvent(ev, cs.turn.invocationID())
 	if err != nil || vis == nil {
 		return err
 	}

@@ -166,7 +166,7 @@ type pumped[E any] interface {
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
 func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
-	k := &keepalive[E]{last: time.Now(), interval: interval, p: p}
+	k := &keepalive[E]{base: time.Now(), interval: interval, p: p}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -180,7 +180,7 @@ func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], i
 		}
 		k.mu.Lock()
 		err = p.event(ev)
-		k.last = time.Now()
+		k.last = time.Since(k.base)
 		k.mu.Unlock()
 		if err != nil {
 			return err
@@ -196,8 +196,12 @@ func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], i
 // than variables captured by closures, which would each be allocated on
 // their own and kept for as long as the stream is open.
 type keepalive[E any] struct {
-	mu       sync.Mutex // serialises event and keepalive; guards the rest
-	last     time.Time  // of the latest event or keepalive
+	mu sync.Mutex // serialises event and keepalive; guards the rest
+	// last is when the latest event or keepalive was, after base: the
+	// monotonic clock alone, read once an event (time.Now reads the wall
+	// clock too).
+	base     time.Time
+	last     time.Duration
 	stopped  bool
 	idleErr  error
 	timer    *time.Timer
@@ -213,7 +217,7 @@ func (k *keepalive[E]) fire() {
 	if k.stopped {
 		return
 	}
-	if wait := k.interval - time.Since(k.last); wait > 0 {
+	if wait := k.interval - (time.Since(k.base) - k.last); wait > 0 {
 		k.timer.Reset(wait)
 		return
 	}
@@ -222,7 +226,7 @@ func (k *keepalive[E]) fire() {
 		k.p.stop()
 		return
 	}
-	k.last = time.Now()
+	k.last = time.Since(k.base)
 	k.timer.Reset(k.interval)
 }
 
