@@ -514,7 +514,7 @@ func (s *Server) a2aSend(c *gin.Context, a *app, v a2a.Version, req a2a.Request,
 	case stream:
 		st.a2aSink = *sink
 		if st.w == nil {
-			st.w = startSSE(c.Writer, nil, &turn.pace)
+			st.w = startSSE(c.Writer, &turn.pace)
 			_ = st.send(a2a.Event{Task: turn.task.snapshot(p.HistoryLength)}) // a client gone shows at the next write
 		} else {
 			// It showed the task submitted while it waited; it runs now.
@@ -575,7 +575,7 @@ type a2aStream struct {
 // session's line.
 func (st *a2aStream) queued() error {
 	st.s.saveTask(st.c.Request.Context(), st.t.task)
-	st.w = startSSE(st.c.Writer, nil, &st.t.pace)
+	st.w = startSSE(st.c.Writer, &st.t.pace)
 	return st.send(a2a.Event{Task: st.t.task.snapshot(st.historyLength)})
 }
 

@@ -310,7 +310,7 @@ type nativeStream struct {
 // start sends the headers with the first frame.
 func (ns *nativeStream) start() {
 	if ns.w == nil {
-		ns.w = newSSE(ns.c.Writer, nil, &ns.t.pace) // flushed with the first frame
+		ns.w = newSSE(ns.c.Writer, &ns.t.pace) // flushed with the first frame
 	}
 }
 

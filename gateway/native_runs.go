@@ -203,7 +203,7 @@ func (s *Server) attachRun(c *gin.Context, in runs.Info) error {
 	case err != nil:
 		return err
 	}
-	a := &attached{w: startSSE(c.Writer, nil, nil), inv: inv, next: after + 1, cancel: cancel}
+	a := &attached{w: startSSE(c.Writer, nil), inv: inv, next: after + 1, cancel: cancel}
 	frames := func(yield func(runs.Frame, error) bool) {
 		for _, f := range first {
 			if !yield(f, nil) {

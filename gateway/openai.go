@@ -451,11 +451,10 @@ func (cs *chatStream) start() *sseWriter {
 // openStream starts the SSE response of a turn, echoing the session the
 // client named; the turn paces its flushes.
 func openStream(c *gin.Context, ct *chatTurn) *sseWriter {
-	var hdr map[string]string
 	if ct.echoSession {
-		hdr = map[string]string{"X-Session-Id": ct.sessionID}
+		c.Writer.Header().Set("X-Session-Id", ct.sessionID)
 	}
-	return newSSE(c.Writer, hdr, &ct.pace)
+	return newSSE(c.Writer, &ct.pace)
 }
 
 // frameBufs holds the buffers streams make their frames in: a stream
@@ -502,7 +501,7 @@ func (cs *chatStream) write(chunks []openaiwire.ChatCompletionChunk, tail string
 
 // event writes what a client sees of one event of the run.
 func (cs *chatStream) event(ev *sessions.Event) error {
-	vis, err := visibleEvent(ev, cs.turn.run.InvocationID())
+	vis, err := visibleEvent(ev, cs.turn.invocationID())
 	if err != nil || vis == nil {
 		return err
 	}

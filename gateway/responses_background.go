@@ -168,7 +168,7 @@ func (s *Server) streamBackground(c *gin.Context, id string, after int64) {
 	}
 	start := resp
 	resetResponse(&start)
-	st := &responsesStream{responsesSink: responsesSink{s: s, ctx: ctx, c: c}, w: newSSE(c.Writer, nil, nil)}
+	st := &responsesStream{responsesSink: responsesSink{s: s, ctx: ctx, c: c}, w: newSSE(c.Writer, nil)}
 	enc := s.responsesEncoder(&start, rec.Names, s.cfg.Now)
 	send := func(events []openaiwire.ResponseEvent) error {
 		n := 0

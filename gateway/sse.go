@@ -13,15 +13,16 @@ import (
 // sseWriter writes a text/event-stream response, one flush per frame, or
 // fewer when the turn's pacer holds a flush back (see pacer).
 type sseWriter struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
+	w http.ResponseWriter
+	// rc is held by value: http.NewResponseController's result is a
+	// pointer to a struct of one field, an allocation a stream otherwise.
+	rc   http.ResponseController
 	pace *pacer // nil: every frame flushed
 }
 
-// startSSE sends the status and streaming headers. extra headers are set
-// before the status goes out. pace may be nil.
-func startSSE(w http.ResponseWriter, extra map[string]string, pace *pacer) *sseWriter {
-	s := newSSE(w, extra, pace)
+// startSSE sends the status and streaming headers. pace may be nil.
+func startSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
+	s := newSSE(w, pace)
 	_ = s.rc.Flush()
 	return s
 }
@@ -29,21 +30,31 @@ func startSSE(w http.ResponseWriter, extra map[string]string, pace *pacer) *sseW
 // newSSE is startSSE without the flush: the headers go out with the first
 // frame. A stream has no write deadline: it lasts as long as its turn, and
 // its keepalives find a client that went away. pace may be nil.
-func newSSE(w http.ResponseWriter, extra map[string]string, pace *pacer) *sseWriter {
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
+func newSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
+	s := &sseWriter{w: w, rc: *http.NewResponseController(w), pace: pace}
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	// The values are shared, read-only slices (as h.Set would store them,
+	// but not made for every stream): a header's values are replaced
+	// (Set, Del) or appended to (Add, which copies a full slice), never
+	// written in place.
+	h["Content-Type"] = sseContentType
+	h["Cache-Control"] = sseCacheControl
+	h["Connection"] = sseConnection
+	h["X-Accel-Buffering"] = sseAccelBuffering
 	h.Del("Content-Length")
-	for k, v := range extra {
-		h.Set(k, v)
-	}
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: rc, pace: pace}
+	return s
 }
+
+// The values of the headers of every SSE response, each a slice of length
+// and capacity 1 (an append copies it).
+var (
+	sseContentType    = []string{"text/event-stream"}
+	sseCacheControl   = []string{"no-cache"}
+	sseConnection     = []string{"keep-alive"}
+	sseAccelBuffering = []string{"no"}
+)
 
 // data writes one "data: <payload>\n\n" frame and flushes it.
 func (s *sseWriter) data(payload []byte) error {
@@ -155,7 +166,7 @@ type pumped[E any] interface {
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
 func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
-	k := &keepalive[E]{last: time.Now(), interval: interval, p: p}
+	k := &keepalive[E]{base: time.Now(), interval: interval, p: p}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -169,7 +180,7 @@ func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], i
 		}
 		k.mu.Lock()
 		err = p.event(ev)
-		k.last = time.Now()
+		k.last = time.Since(k.base)
 		k.mu.Unlock()
 		if err != nil {
 			return err
@@ -185,8 +196,12 @@ func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], i
 // than variables captured by closures, which would each be allocated on
 // their own and kept for as long as the stream is open.
 type keepalive[E any] struct {
-	mu       sync.Mutex // serialises event and keepalive; guards the rest
-	last     time.Time  // of the latest event or keepalive
+	mu sync.Mutex // serialises event and keepalive; guards the rest
+	// last is when the latest event or keepalive was, after base: the
+	// monotonic clock alone, read once an event (time.Now reads the wall
+	// clock too).
+	base     time.Time
+	last     time.Duration
 	stopped  bool
 	idleErr  error
 	timer    *time.Timer
@@ -202,7 +217,7 @@ func (k *keepalive[E]) fire() {
 	if k.stopped {
 		return
 	}
-	if wait := k.interval - time.Since(k.last); wait > 0 {
+	if wait := k.interval - (time.Since(k.base) - k.last); wait > 0 {
 		k.timer.Reset(wait)
 		return
 	}
@@ -211,7 +226,7 @@ func (k *keepalive[E]) fire() {
 		k.p.stop()
 		return
 	}
-	k.last = time.Now()
+	k.last = time.Since(k.base)
 	k.timer.Reset(k.interval)
 }
 

@@ -127,6 +127,8 @@ type turn struct {
 	unrun func(ctx context.Context, err error)
 	// named reports that rec has its id.
 	named bool
+	// invID is the run's invocation id once read (see invocationID).
+	invID string
 	sink  turnSink
 	// ownLog: the sink logs the frames its clients see itself (logFrame);
 	// otherwise every event of the run is logged as it is.
@@ -444,6 +446,16 @@ func (t *turn) name() {
 			_ = t.rec.SetID(context.Background(), id)
 		}
 	}
+}
+
+// invocationID is the run's invocation id, "" while it is not known: read
+// from the run until it is, then kept (it does not change once set), so
+// that a streamed turn's events do not take the run's lock each.
+func (t *turn) invocationID() string {
+	if t.invID == "" {
+		t.invID = t.run.InvocationID()
+	}
+	return t.invID
 }
 
 // frameLogger is a turnSink that logs the frames of its run as its

@@ -280,7 +280,8 @@ func (c *call) stream(ctx context.Context, body []byte, yield func(*model.Respon
 	if raw != nil {
 		raw.Body = wire.PacedBody(raw.Body, pace)
 	}
-	s := newChunkStream(raw)
+	var s chunkStream
+	s.init(raw)
 	defer s.close()
 	var st streamState
 	for s.next() {

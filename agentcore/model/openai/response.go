@@ -112,8 +112,13 @@ func (m *modelContent) add(t string, thought bool) {
 // final returns the one aggregated response of the turn.
 func (s *streamState) final() *model.Response {
 	calls, bad := s.calls.parts()
-	s.agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: calls}, ModelVersion: s.version})
+	if len(calls) > 0 {
+		s.agg.Add(&model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: calls}})
+	}
 	r := s.agg.Final(finishReason(s.finish), s.usage)
+	// The model of the stream's last chunk that named one (Final's own is
+	// the last response added's, a partial's from before the end).
+	r.ModelVersion = s.version
 	markProblems(r, s.finish, bad)
 	return r
 }

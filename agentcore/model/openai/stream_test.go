@@ -181,6 +181,17 @@ func TestStream(t *testing.T) {
 			want: turn{Partials: []string{"thought:Hmm.", "Hi", "!"}, Text: "Hi!", Thought: "Hmm.", Finish: genai.FinishReasonStop, Version: v},
 		},
 		{
+			// The final response's model is the stream's last chunk that
+			// named one, here after the text (and with no call).
+			name: "the usage chunk names another model",
+			chunks: []string{
+				chunk(`{"content":"Hi"}`, "stop"),
+				`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-0126","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+			},
+			want: turn{Partials: []string{"Hi"}, Text: "Hi", Finish: genai.FinishReasonStop, Version: "gpt-test-0126",
+				Usage: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 1, CandidatesTokenCount: 1, TotalTokenCount: 2}},
+		},
+		{
 			name:   "length",
 			chunks: []string{chunk(`{"content":"Once upon"}`, "length")},
 			want:   turn{Partials: []string{"Once upon"}, Text: "Once upon", Finish: genai.FinishReasonMaxTokens, Version: v},

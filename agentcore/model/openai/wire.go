@@ -144,7 +144,7 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 // the next call of next.
 type chunkStream struct {
 	body io.ReadCloser
-	sse  *wire.SSEReader
+	sse  wire.SSEReader // set when body is
 	dec  decoder
 	cur  wireCompletion
 	err  error
@@ -152,11 +152,15 @@ type chunkStream struct {
 	done bool
 }
 
-func newChunkStream(resp *http.Response) *chunkStream {
+// init makes s the reader of resp's body (nothing to read without one).
+// A method rather than a constructor: s stays in its caller's frame, its
+// SSE reader and that reader's bufio.Reader in it.
+func (s *chunkStream) init(resp *http.Response) {
 	if resp == nil || resp.Body == nil {
-		return &chunkStream{}
+		return
 	}
-	return &chunkStream{body: resp.Body, sse: wire.NewSSEReader(resp.Body)}
+	s.body = resp.Body
+	s.sse.Init(resp.Body)
 }
 
 var doneData = []byte("[DONE]")
@@ -164,7 +168,7 @@ var doneData = []byte("[DONE]")
 // next decodes the next chunk into s.cur; false at the end of the stream
 // or on an error (see err).
 func (s *chunkStream) next() bool {
-	if s.err != nil || s.sse == nil {
+	if s.err != nil || s.body == nil {
 		return false
 	}
 	data, err := s.sse.Next()

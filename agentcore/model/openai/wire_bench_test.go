@@ -117,7 +117,8 @@ func BenchmarkReadStream(b *testing.B) {
 	b.Run("new", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s := newChunkStream(resp())
+			var s chunkStream
+			s.init(resp())
 			n := 0
 			for s.next() {
 				n++

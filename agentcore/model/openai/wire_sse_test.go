@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -41,6 +42,8 @@ func readers(body string) map[string]io.Reader {
 		"whole":    strings.NewReader(body),
 		"one byte": iotest.OneByteReader(strings.NewReader(body)),
 		"halves":   iotest.HalfReader(strings.NewReader(body)),
+		// A *bufio.Reader the SSE reader reads over, not a copy of.
+		"bufio": bufio.NewReaderSize(iotest.HalfReader(strings.NewReader(body)), 4<<10),
 	}
 }
 
@@ -188,7 +191,8 @@ func TestChunkStreamEnds(t *testing.T) {
 // *ssestream.StreamError carrying the event, as openai-go's Stream did.
 func TestStreamErrorEvent(t *testing.T) {
 	body := "event: error\ndata: {\"error\":{\"message\":\"overloaded\"}}\n\n"
-	s := newChunkStream(&http.Response{Body: io.NopCloser(strings.NewReader(body))})
+	var s chunkStream
+	s.init(&http.Response{Body: io.NopCloser(strings.NewReader(body))})
 	defer s.close()
 	if s.next() {
 		t.Fatal("next = true on an error event")

@@ -24,7 +24,7 @@ import (
 //     data is "[DONE]" (OpenAI's last event): nothing of the answer is lost
 //     then.
 type SSEReader struct {
-	r *bufio.Reader
+	r bufio.Reader
 	// data is the current event's data, event its name.
 	data  []byte
 	event string
@@ -46,11 +46,25 @@ var errEventTooLong = fmt.Errorf("a server-sent event longer than %d MiB", maxEv
 
 // NewSSEReader returns a reader of the events of r.
 func NewSSEReader(r io.Reader) *SSEReader {
+	s := new(SSEReader)
+	s.Init(r)
+	return s
+}
+
+// Init makes s a reader of the events of r, as NewSSEReader's is: an
+// SSEReader held by value in its user's struct, its bufio.Reader in it, is
+// not two allocations of a stream's own. s must not be copied after.
+func (s *SSEReader) Init(r io.Reader) {
 	// 1 KiB holds a chunk's line (a few hundred bytes); longer lines go to
 	// s.long. The upstream connection under it reads 1 KiB at a time too
 	// (model.NewTransport), so a larger buffer here would only cost every
 	// open stream memory.
-	return &SSEReader{r: bufio.NewReaderSize(r, 1<<10)}
+	if _, ok := r.(*bufio.Reader); ok {
+		// bufio.NewReaderSize would return r itself, which s must not
+		// copy: a reader over it (no body the providers read is one).
+		r = struct{ io.Reader }{r}
+	}
+	*s = SSEReader{r: *bufio.NewReaderSize(r, 1<<10)}
 }
 
 // Next returns the next event's data, valid until the next call; io.EOF
