@@ -258,12 +258,10 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
-	// deadlines wraps the writer before instrument does: noteModel finds
-	// the metered writer on the context.
+	// deadlines wraps the writer, then instrument does (when there are
+	// metrics, called by deadlines: its writer in the same allocation):
+	// noteModel finds the metered writer on the context.
 	e.Use(s.deadlines)
-	if cfg.Metrics != nil {
-		e.Use(s.instrument)
-	}
 	if cfg.Telemetry != nil {
 		e.Use(s.traceContext)
 	}
@@ -351,7 +349,9 @@ func (s *Server) tagRequest(c *gin.Context) {
 	ctx, set := agentcore.WithLogAttrSet(c.Request.Context())
 	set.Add(slog.String("request_id", id))
 	c.Request = c.Request.WithContext(ctx)
-	c.Header("X-Request-Id", id)
+	// The header's key as net/http writes it (canonical already): what
+	// c.Header does, without checking the key's form on every request.
+	c.Writer.Header()["X-Request-Id"] = []string{id}
 }
 
 // recovery turns a handler panic into a 500 in the surface's format.
