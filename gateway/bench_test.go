@@ -171,7 +171,7 @@ func newAgentGateway(tb testing.TB, agent spec.Agent, p spec.Provider, factory s
 		tb.Fatal(err)
 	}
 	cfg := gateway.Config{Catalog: cat, Sessions: sessions.NewMemoryService(sessions.MemoryConfig{}), Metrics: mx,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})), LogJSON: io.Discard}
 	if with != nil {
 		with(&cfg)
 	}

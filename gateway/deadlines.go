@@ -50,13 +50,19 @@ func (s *Server) deadlines(c *gin.Context) {
 		d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
 		r.Body = &d.body
 	}
+	if s.cfg.Metrics != nil {
+		s.instrument(c, &d.m)
+		return
+	}
 	c.Next()
 }
 
-// requestDeadlines is a request's writer and body, in one allocation.
+// requestDeadlines is a request's writer and body, and its metered writer
+// (see instrument) when the server has metrics, in one allocation.
 type requestDeadlines struct {
 	w    deadlineWriter
 	body timedBody
+	m    meteredWriter
 }
 
 // timedBody clears the connection's read deadline once the body has been

@@ -17,10 +17,11 @@ import (
 
 // instrument records every request: count and latency by route template
 // and status class; for event streams also the open-stream gauge and the
-// time to the first event frame. It runs first, so it sees the status the
-// recovery middleware writes.
-func (s *Server) instrument(c *gin.Context) {
-	w := &meteredWriter{ResponseWriter: c.Writer, c: c, m: s.cfg.Metrics, start: time.Now()}
+// time to the first event frame, through w, the request's (see
+// deadlines, which calls it). It runs before the other middleware, so it
+// sees the status the recovery middleware writes.
+func (s *Server) instrument(c *gin.Context, w *meteredWriter) {
+	*w = meteredWriter{ResponseWriter: c.Writer, c: c, m: s.cfg.Metrics, start: time.Now()}
 	c.Writer = w
 	defer func() {
 		c.Writer = w.ResponseWriter

@@ -236,13 +236,25 @@ func TestMetricsOpenStreamGauge(t *testing.T) {
 }
 
 func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
+	t.Run("slog", func(t *testing.T) { testLogsCarryIDsAndNoSecrets(t, false) })
+	// The access line written by hand (Config.LogJSON), here to a buffer
+	// of its own, to see that it went there.
+	t.Run("LogJSON", func(t *testing.T) { testLogsCarryIDsAndNoSecrets(t, true) })
+}
+
+func testLogsCarryIDsAndNoSecrets(t *testing.T, logJSON bool) {
+	hand := &syncBuffer{}
+	var opts []fixtureOpt
+	if logJSON {
+		opts = append(opts, func(c *gateway.Config) { c.LogJSON = hand })
+	}
 	inner := &syncBuffer{}
 	innerLog := slog.New(agentcore.NewLogHandler(slog.NewJSONHandler(inner, nil)))
 	f := newObsFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
 		// A provider (or tool) logging with its context gets the ids.
 		innerLog.InfoContext(ctx, "inside the model")
 		yield(nil, &model.Error{Provider: "fk", Model: "solo", Status: 500, Code: "upstream_error", Message: "boom"})
-	})
+	}, opts...)
 	resp := f.post("/v1/chat/completions", `{"model":"fake","messages":[{"role":"user","content":"my password is hunter2"}],
 		"metadata":{"param.account":"acct-secret-42"}}`,
 		"Authorization", "Bearer sk-live-secret-token", "X-Session-Id", "s-logs", "X-Request-Id", "req-fixed-1")
@@ -262,7 +274,16 @@ func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
 		}
 	}
 	var sawAccess, sawWarn bool
-	for _, rec := range f.logs.lines(t) {
+	lines := f.logs.lines(t)
+	if logJSON {
+		for _, rec := range lines {
+			if rec["msg"] == "request" {
+				t.Errorf("the access line went through slog: %v", rec)
+			}
+		}
+		lines = append(lines, hand.lines(t)...)
+	}
+	for _, rec := range lines {
 		switch rec["msg"] {
 		case "request":
 			sawAccess = true
@@ -283,7 +304,7 @@ func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
 		t.Fatalf("inner log: %s", inner.String())
 	}
 	check("runtime log", inside[0])
-	for _, out := range []string{f.logs.String(), inner.String()} {
+	for _, out := range []string{f.logs.String(), inner.String(), hand.String()} {
 		for _, secret := range []string{"sk-live-secret-token", "hunter2", "acct-secret-42"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("logs carry %q:\n%s", secret, out)

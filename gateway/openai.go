@@ -549,8 +549,8 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		ca.fail(nil, err)
 		return
 	}
-	if ca.turn.echoSession {
-		c.Header("X-Session-Id", ca.turn.sessionID)
+	if ca.turn.echoSession { // never empty; the key canonical already (see tagRequest)
+		c.Writer.Header()["X-Session-Id"] = []string{ca.turn.sessionID}
 	}
 	comp := ca.enc.Completion(run.Usage())
 	if comp.Agentgate.Author == "" {

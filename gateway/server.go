@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -46,7 +47,17 @@ type Config struct {
 	Artifacts artifact.Service
 	Memory    memory.Service
 	Logger    *slog.Logger
-	Observer  agentcore.Observer
+	// LogJSON, when not nil, is the writer under Logger's handler, when
+	// that handler is slog.NewJSONHandler(LogJSON, opts) with neither
+	// AddSource nor ReplaceAttr set, no attributes or groups added, and
+	// wrapped only by handlers that change nothing on an info record
+	// (agentcore's log handler, cmd/gateway's urgentLines): the access
+	// log line is then written by hand into it, the same bytes slog
+	// writes, without slog's record (see accesslog.go). Logger's level
+	// still decides whether it is written. Its Write must be safe for
+	// concurrent use; each call is one line.
+	LogJSON  io.Writer
+	Observer agentcore.Observer
 	// Metrics, when set, records Prometheus metrics (served on /metrics):
 	// it instruments the routes, the runtime (as an Observer beside
 	// Observer) and the session store and locker.
@@ -247,12 +258,10 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
-	// deadlines wraps the writer before instrument does: noteModel finds
-	// the metered writer on the context.
+	// deadlines wraps the writer, then instrument does (when there are
+	// metrics, called by deadlines: its writer in the same allocation):
+	// noteModel finds the metered writer on the context.
 	e.Use(s.deadlines)
-	if cfg.Metrics != nil {
-		e.Use(s.instrument)
-	}
 	if cfg.Telemetry != nil {
 		e.Use(s.traceContext)
 	}
@@ -340,7 +349,9 @@ func (s *Server) tagRequest(c *gin.Context) {
 	ctx, set := agentcore.WithLogAttrSet(c.Request.Context())
 	set.Add(slog.String("request_id", id))
 	c.Request = c.Request.WithContext(ctx)
-	c.Header("X-Request-Id", id)
+	// The header's key as net/http writes it (canonical already): what
+	// c.Header does, without checking the key's form on every request.
+	c.Writer.Header()["X-Request-Id"] = []string{id}
 }
 
 // recovery turns a handler panic into a 500 in the surface's format.
@@ -386,10 +397,12 @@ func (s *Server) logRequest(c *gin.Context, start time.Time) {
 		return
 	}
 	now := time.Now()
-	r := slog.NewRecord(now, slog.LevelInfo, "request", 0)
-	r.AddAttrs(slog.String("method", c.Request.Method), slog.String("route", c.FullPath()),
-		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", float64(now.Sub(start).Microseconds())/1000))
-	_ = h.Handle(ctx, r)
+	line := accessLine{time: now, method: c.Request.Method, route: c.FullPath(), status: c.Writer.Status(),
+		ms: float64(now.Sub(start).Microseconds()) / 1000}
+	if w := s.cfg.LogJSON; w != nil && line.write(w, agentcore.LogAttrs(ctx)) {
+		return
+	}
+	_ = h.Handle(ctx, line.record())
 }
 
 func (s *Server) cors(c *gin.Context) {

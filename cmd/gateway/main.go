@@ -149,7 +149,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		runIndex = rs.RunIndex()
 		tasks = rs.TaskStore()
 	}
-	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, Metrics: mx,
+	srv, err := gateway.New(gateway.Config{Catalog: catalog, Sessions: store, Locker: locker, Logger: log, LogJSON: jsonLogs(logs, cfg.Log), Metrics: mx,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, BodyReadTimeout: cfg.Server.BodyReadTimeout, WriteTimeout: cfg.Server.WriteTimeout,
 		KeepaliveInterval: cfg.Server.KeepaliveInterval, BusyWait: cfg.Sessions.BusyWait,
 		MaxQueued: cfg.Sessions.MaxQueued, QueueWait: cfg.Sessions.QueueWait,
@@ -253,6 +253,16 @@ func newLogger(w io.Writer, c config.Log, flush func() error) *slog.Logger {
 		h = urgentLines{h, flush}
 	}
 	return slog.New(agentcore.NewLogHandler(h))
+}
+
+// jsonLogs is the writer under newLogger's JSON handler, where the gateway
+// writes its access lines by hand (gateway.Config.LogJSON); nil for text
+// logs. The access line is at info level: urgentLines passes it on as it is.
+func jsonLogs(w io.Writer, c config.Log) io.Writer {
+	if c.Format == "text" {
+		return nil
+	}
+	return w
 }
 
 // providerFactories registers the real providers by config type.

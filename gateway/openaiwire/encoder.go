@@ -1,6 +1,7 @@
 package openaiwire
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -94,6 +95,14 @@ type Encoder struct {
 	texts   []string
 	choices []ChunkChoice
 	finish  FinishReason // what Finish's chunk points to
+	// first holds events, texts and choices until an event needs more
+	// than one of each (a turn's text is one chunk an event): the arrays
+	// the first Event would allocate, made with the encoder.
+	first struct {
+		events  [1]ChatCompletionChunk
+		texts   [1]string
+		choices [1]ChunkChoice
+	}
 }
 
 type turnKey struct{ author, branch string }
@@ -115,7 +124,9 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	if cfg.NewToolCallID == nil {
 		cfg.NewToolCallID = NewToolCallID
 	}
-	return &Encoder{cfg: cfg}
+	e := &Encoder{cfg: cfg}
+	e.events, e.texts, e.choices = e.first.events[:0], e.first.texts[:0], e.first.choices[:0]
+	return e
 }
 
 // Start returns the role chunk ({"role": "assistant", "content": ""}) so it
@@ -366,7 +377,11 @@ func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) 
 type Accumulator struct {
 	id, model string
 	created   int64
-	content   strings.Builder
+	// content is the text so far: in text while it is one chunk's (a
+	// non-streamed turn's usually is: its string, not a copy), in more
+	// once a second chunk adds to it.
+	text      string
+	more      strings.Builder
 	toolCalls []ToolCall
 	finish    FinishReason
 	usage     *Usage
@@ -391,7 +406,7 @@ func (a *Accumulator) Add(c ChatCompletionChunk) {
 			continue
 		}
 		if ch.Delta.Content != nil {
-			a.content.WriteString(*ch.Delta.Content)
+			a.addText(*ch.Delta.Content)
 		}
 		for _, td := range ch.Delta.ToolCalls {
 			if td.Index < 0 || td.Index > len(a.toolCalls) {
@@ -412,11 +427,27 @@ func (a *Accumulator) Add(c ChatCompletionChunk) {
 	}
 }
 
+// addText adds s to the content.
+func (a *Accumulator) addText(s string) {
+	switch {
+	case s == "":
+	case a.more.Len() > 0:
+		a.more.WriteString(s)
+	case a.text == "":
+		a.text = s
+	default:
+		a.more.Grow(len(a.text) + len(s))
+		a.more.WriteString(a.text)
+		a.more.WriteString(s)
+		a.text = ""
+	}
+}
+
 // Completion returns the response so far. Content is null when there are
 // tool calls and no text; the finish reason is empty until a chunk set it.
 func (a *Accumulator) Completion() *ChatCompletion {
 	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
-	if text := a.content.String(); text != "" || len(a.toolCalls) == 0 {
+	if text := cmp.Or(a.text, a.more.String()); text != "" || len(a.toolCalls) == 0 {
 		msg.Content = &text
 	}
 	ext := a.ext

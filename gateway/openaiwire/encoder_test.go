@@ -527,3 +527,51 @@ func TestAccumulatorDropsOutOfOrderToolFragments(t *testing.T) {
 		t.Errorf("got %+v", got.Choices[0].Message)
 	}
 }
+
+// The content is the chunks' texts joined, whether it is one chunk's text
+// or several's, empty texts anywhere among them.
+func TestAccumulatorJoinsContent(t *testing.T) {
+	for _, pieces := range [][]string{nil, {""}, {"a"}, {"", "a"}, {"a", ""}, {"a", "b"}, {"ab", "", "c", "def"},
+		{"", "", "x"}, {"héllo ", "wörld", "!"}} {
+		var acc Accumulator
+		for _, p := range pieces {
+			acc.Add(ChatCompletionChunk{Choices: []ChunkChoice{{Delta: Delta{Content: ptr(p)}}}})
+		}
+		if got, want := *acc.Completion().Choices[0].Message.Content, strings.Join(pieces, ""); got != want {
+			t.Errorf("%q: content %q, want %q", pieces, got, want)
+		}
+		// Completion may be asked again, after more content.
+		acc.Add(ChatCompletionChunk{Choices: []ChunkChoice{{Delta: Delta{Content: ptr("z")}}}})
+		if got, want := *acc.Completion().Choices[0].Message.Content, strings.Join(pieces, "")+"z"; got != want {
+			t.Errorf("%q then z: content %q, want %q", pieces, got, want)
+		}
+	}
+}
+
+// BenchmarkEncoderCompletion is a non-streamed turn's encoding: the
+// encoder, the turn's final event, the completion.
+func BenchmarkEncoderCompletion(b *testing.B) {
+	ev := final("root", genai.FinishReasonStop, genai.NewPartFromText("Hello! I am fine, thank you."))
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := NewEncoder(EncoderConfig{ID: "chatcmpl-1", Created: 1, Model: "m"})
+		enc.Event(ev)
+		if c := enc.Completion(nil); c.Choices[0].Message.Content == nil {
+			b.Fatal("no content")
+		}
+	}
+}
+
+// BenchmarkEncoderStream is a streamed turn's encoding of ten deltas and
+// the finish.
+func BenchmarkEncoderStream(b *testing.B) {
+	ev := partial("root", genai.NewPartFromText("Hello "))
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := NewEncoder(EncoderConfig{ID: "chatcmpl-1", Created: 1, Model: "m", Streamed: true})
+		for range 10 {
+			enc.Event(ev)
+		}
+		enc.Finish(nil)
+	}
+}
