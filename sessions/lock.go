@@ -192,8 +192,19 @@ func NewMemoryLocker() *MemoryLocker {
 // Acquire implements Locker. A waiter returns ctx's error (wrapped) when ctx
 // ends first. The lease never expires: it is held until released.
 func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (Lease, error) {
-	if err := ValidateKeys(app, user); err != nil {
+	h, err := l.acquire(ctx, app, user, sessionID, wait)
+	if err != nil {
 		return nil, err
+	}
+	return &onceLease[heldLock]{r: h}, nil
+}
+
+// acquire does what Acquire does and returns the hold a lease releases, so
+// that a store's lease can hold it with what else its release needs (one
+// allocation).
+func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (heldLock, error) {
+	if err := ValidateKeys(app, user); err != nil {
+		return heldLock{}, err
 	}
 	k := memKey{app, user, sessionID}
 	var timeout <-chan time.Time
@@ -204,27 +215,27 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
+			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
 		}
 		l.mu.Lock()
 		st := l.locks[k]
 		if st == nil || (!st.held && len(st.line) == 0) {
-			lease := l.takeLocked(k, st)
+			h := l.takeLocked(k, st)
 			l.mu.Unlock()
-			return lease, nil
+			return h, nil
 		}
 		if timeout == nil {
 			l.mu.Unlock()
-			return nil, busyError(sessionID)
+			return heldLock{}, busyError(sessionID)
 		}
 		changed := st.waitChan()
 		l.mu.Unlock()
 		select {
 		case <-changed:
 		case <-timeout:
-			return nil, busyError(sessionID)
+			return heldLock{}, busyError(sessionID)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
+			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
 		}
 	}
 }
@@ -243,14 +254,14 @@ func (l *MemoryLocker) lockOf(k memKey) *memLock {
 }
 
 // takeLocked gives the free lease of k (st, nil when k has no entry) to a
-// new holder; l.mu is held.
-func (l *MemoryLocker) takeLocked(k memKey, st *memLock) Lease {
+// new holder, whose hold it returns; l.mu is held.
+func (l *MemoryLocker) takeLocked(k memKey, st *memLock) heldLock {
 	if st == nil {
 		st = l.lockOf(k)
 	}
 	st.held = true
 	st.gen++
-	return &onceLease[heldLock]{r: heldLock{l: l, k: k, gen: st.gen}}
+	return heldLock{l: l, k: k, gen: st.gen}
 }
 
 // heldLock is k's lock in l as one holder took it: generation gen.
@@ -332,7 +343,7 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 		if !st.held && st.line[0] == t {
 			st.line = st.line[1:]
 			t.out = true
-			lease := l.takeLocked(t.k, st)
+			lease := &onceLease[heldLock]{r: l.takeLocked(t.k, st)}
 			l.mu.Unlock()
 			return lease, nil
 		}
