@@ -469,18 +469,18 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
 	s.renew(ms)
-	ms.events = slices.Grow(ms.events, len(evs))
+	start := len(ms.events)
+	ms.events = appendClones(slices.Grow(ms.events, len(evs)), evs) // Storable trimmed them: ApplyEvent changes none
 	sess.Events = slices.Grow(sess.Events, len(evs))
-	for _, ev := range evs {
+	for i, ev := range evs {
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		if len(own) > 0 && ms.state == nil {
 			ms.state = make(map[string]any, len(own))
 		}
 		maps.Copy(ms.state, own)
 		s.merge(sess.AppName, sess.UserID, app, user)
-		ms.events = append(ms.events, ev.Clone())
-		if ev.IsCompaction() {
-			ms.compaction = CompactionStart(ms.events, len(ms.events)-1)
+		if n := start + i + 1; ev.IsCompaction() {
+			ms.compaction = CompactionStart(ms.events[:n], n-1)
 		}
 		if ms.update = ev.Timestamp; ms.update.IsZero() {
 			ms.update = s.now()
@@ -517,10 +517,7 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 func (s *MemoryService) window(k memKey, ms *memSession, w Window) *Session {
 	out := s.view(k, ms)
 	evs := ms.events[w.Start(len(ms.events), ms.compaction):]
-	out.Events = make([]*Event, len(evs))
-	for i, e := range evs {
-		out.Events[i] = e.Clone()
-	}
+	out.Events = appendClones(make([]*Event, 0, len(evs)), evs)
 	return out
 }
 
