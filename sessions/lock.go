@@ -155,6 +155,10 @@ type MemoryLocker struct {
 	mu    sync.Mutex
 	locks map[memKey]*memLock // sessions held or with a line
 	seq   int64               // the last ticket's Seq, of every session
+	// spare is the entry last dropped, free with an empty line, for the
+	// next session taken: an uncontended turn's lease then allocates no
+	// entry. Entries are reached only through locks, under mu.
+	spare *memLock
 }
 
 // memLock is one session's lease and line. It is dropped from its
@@ -247,7 +251,11 @@ func (l *MemoryLocker) lockOf(k memKey) *memLock {
 		if l.locks == nil {
 			l.locks = map[memKey]*memLock{}
 		}
-		st = &memLock{}
+		if st = l.spare; st != nil {
+			l.spare = nil // free, with no line and no channel; gen goes on
+		} else {
+			st = &memLock{}
+		}
 		l.locks[k] = st
 	}
 	return st
@@ -290,6 +298,10 @@ func (l *MemoryLocker) changedLocked(k memKey, st *memLock) {
 	}
 	if !st.held && len(st.line) == 0 {
 		delete(l.locks, k)
+		if l.spare == nil {
+			st.line = nil
+			l.spare = st
+		}
 	}
 }
 
