@@ -185,7 +185,18 @@ type MemoryLog struct {
 	logs  map[string]*memLog
 	ended []endedLog // ended logs in the order they ended
 	bytes int64      // the size of every log's frames
+	// spare holds the emptied frame slices of logs that ended (at most
+	// maxSpare, of at most maxSpareFrames each), for the next logs to
+	// append to: a run's frames are held only until its end, and a
+	// streamed turn would otherwise grow a new slice six times.
+	spare [][]Frame
 }
+
+// The bounds of MemoryLog.spare.
+const (
+	maxSpare       = 8
+	maxSpareFrames = 256
+)
 
 var _ EventLog = (*MemoryLog)(nil)
 
@@ -388,6 +399,11 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	}
 	f.Seq = l.first + int64(len(l.frames))
 	f.Data = f.Data[:len(f.Data):len(f.Data)] // a reader's append copies it
+	if l.frames == nil && len(m.spare) > 0 {
+		last := len(m.spare) - 1
+		l.frames, m.spare[last] = m.spare[last], nil
+		m.spare = m.spare[:last]
+	}
 	l.frames = append(l.frames, f)
 	l.bytes += size
 	m.bytes += size
@@ -420,6 +436,12 @@ func (m *MemoryLog) End(ctx context.Context, run string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return m.end(run)
+}
+
+// end is End once ctx was found live (Run.Finish's, detached from its
+// request's, never ends).
+func (m *MemoryLog) end(run string) error {
 	m.mu.Lock()
 	l := m.logLocked(run)
 	if l.ended {
@@ -442,8 +464,20 @@ func (m *MemoryLog) End(ctx context.Context, run string) error {
 		m.bytes += size - l.bytes
 	}
 	l.frames, l.arena, l.ends, l.bytes = nil, arena, ends, size
+	m.reuseLocked(frames)
 	m.sweepLocked()
 	return nil
+}
+
+// reuseLocked keeps frames, which no log holds any more (readers copy
+// what they read of a live log), for a later log to append to, emptied;
+// m.mu is held.
+func (m *MemoryLog) reuseLocked(frames []Frame) {
+	if len(m.spare) == maxSpare || cap(frames) == 0 || cap(frames) > maxSpareFrames {
+		return
+	}
+	clear(frames)
+	m.spare = append(m.spare, frames[:0])
 }
 
 func (l *memLog) wakeLocked() {

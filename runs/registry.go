@@ -589,7 +589,9 @@ func (run *Run) Finish(ctx context.Context, err error) {
 		_ = e.PutEnd(context.WithoutCancel(ctx), idx, run.Info(), run.retention)
 	} else {
 		run.put(ctx)
-		if log != nil && id != "" {
+		if m, ok := log.(*MemoryLog); ok && id != "" {
+			_ = m.end(id) // End under a context that never ends
+		} else if log != nil && id != "" {
 			_ = log.End(context.WithoutCancel(ctx), id)
 		}
 	}

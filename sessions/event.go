@@ -157,7 +157,28 @@ func fromEpoch(v float64) time.Time {
 // Clone returns a copy of e whose maps and slices can be changed without
 // touching e. Content is shared: contents are never mutated after creation.
 func (e *Event) Clone() *Event {
-	c := *e
+	c := new(Event)
+	e.cloneInto(c)
+	return c
+}
+
+// appendClones appends clones of evs (Clone's) to dst, made in one
+// allocation.
+func appendClones(dst []*Event, evs []*Event) []*Event {
+	if len(evs) == 0 {
+		return dst
+	}
+	clones := make([]Event, len(evs))
+	for i, e := range evs {
+		e.cloneInto(&clones[i])
+		dst = append(dst, &clones[i])
+	}
+	return dst
+}
+
+// cloneInto makes c Clone's copy of e.
+func (e *Event) cloneInto(c *Event) {
+	*c = *e
 	c.Actions.StateDelta = maps.Clone(e.Actions.StateDelta)
 	c.Actions.ArtifactDelta = maps.Clone(e.Actions.ArtifactDelta)
 	c.Actions.RequestedAuthConfigs = maps.Clone(e.Actions.RequestedAuthConfigs)
@@ -166,7 +187,6 @@ func (e *Event) Clone() *Event {
 		c.LongRunningToolIDs = append([]string(nil), e.LongRunningToolIDs...)
 	}
 	c.CustomMetadata = maps.Clone(e.CustomMetadata)
-	return &c
 }
 
 // FunctionCalls returns the function calls in the event's content.

@@ -155,6 +155,10 @@ type MemoryLocker struct {
 	mu    sync.Mutex
 	locks map[memKey]*memLock // sessions held or with a line
 	seq   int64               // the last ticket's Seq, of every session
+	// spare is the entry last dropped, free with an empty line, for the
+	// next session taken: an uncontended turn's lease then allocates no
+	// entry. Entries are reached only through locks, under mu.
+	spare *memLock
 }
 
 // memLock is one session's lease and line. It is dropped from its
@@ -192,8 +196,19 @@ func NewMemoryLocker() *MemoryLocker {
 // Acquire implements Locker. A waiter returns ctx's error (wrapped) when ctx
 // ends first. The lease never expires: it is held until released.
 func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (Lease, error) {
-	if err := ValidateKeys(app, user); err != nil {
+	h, err := l.acquire(ctx, app, user, sessionID, wait)
+	if err != nil {
 		return nil, err
+	}
+	return &onceLease[heldLock]{r: h}, nil
+}
+
+// acquire does what Acquire does and returns the hold a lease releases, so
+// that a store's lease can hold it with what else its release needs (one
+// allocation).
+func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (heldLock, error) {
+	if err := ValidateKeys(app, user); err != nil {
+		return heldLock{}, err
 	}
 	k := memKey{app, user, sessionID}
 	var timeout <-chan time.Time
@@ -204,27 +219,27 @@ func (l *MemoryLocker) Acquire(ctx context.Context, app, user, sessionID string,
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
+			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
 		}
 		l.mu.Lock()
 		st := l.locks[k]
 		if st == nil || (!st.held && len(st.line) == 0) {
-			lease := l.takeLocked(k, st)
+			h := l.takeLocked(k, st)
 			l.mu.Unlock()
-			return lease, nil
+			return h, nil
 		}
 		if timeout == nil {
 			l.mu.Unlock()
-			return nil, busyError(sessionID)
+			return heldLock{}, busyError(sessionID)
 		}
 		changed := st.waitChan()
 		l.mu.Unlock()
 		select {
 		case <-changed:
 		case <-timeout:
-			return nil, busyError(sessionID)
+			return heldLock{}, busyError(sessionID)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
+			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
 		}
 	}
 }
@@ -236,21 +251,25 @@ func (l *MemoryLocker) lockOf(k memKey) *memLock {
 		if l.locks == nil {
 			l.locks = map[memKey]*memLock{}
 		}
-		st = &memLock{}
+		if st = l.spare; st != nil {
+			l.spare = nil // free, with no line and no channel; gen goes on
+		} else {
+			st = &memLock{}
+		}
 		l.locks[k] = st
 	}
 	return st
 }
 
 // takeLocked gives the free lease of k (st, nil when k has no entry) to a
-// new holder; l.mu is held.
-func (l *MemoryLocker) takeLocked(k memKey, st *memLock) Lease {
+// new holder, whose hold it returns; l.mu is held.
+func (l *MemoryLocker) takeLocked(k memKey, st *memLock) heldLock {
 	if st == nil {
 		st = l.lockOf(k)
 	}
 	st.held = true
 	st.gen++
-	return &onceLease[heldLock]{r: heldLock{l: l, k: k, gen: st.gen}}
+	return heldLock{l: l, k: k, gen: st.gen}
 }
 
 // heldLock is k's lock in l as one holder took it: generation gen.
@@ -279,6 +298,10 @@ func (l *MemoryLocker) changedLocked(k memKey, st *memLock) {
 	}
 	if !st.held && len(st.line) == 0 {
 		delete(l.locks, k)
+		if l.spare == nil {
+			st.line = nil
+			l.spare = st
+		}
 	}
 }
 
@@ -332,7 +355,7 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 		if !st.held && st.line[0] == t {
 			st.line = st.line[1:]
 			t.out = true
-			lease := l.takeLocked(t.k, st)
+			lease := &onceLease[heldLock]{r: l.takeLocked(t.k, st)}
 			l.mu.Unlock()
 			return lease, nil
 		}

@@ -64,7 +64,7 @@ type MemoryService struct {
 	mu       sync.Mutex
 	sessions map[memKey]*memSession
 	trees    map[memKey]*memTree // by the root's key (id: the top-level session's)
-	lru      list.List           // of *memTree, most recently used first; pinned trees are out of it
+	lru      treeList            // most recently used first; pinned trees are out of it
 	pins     map[memKey]int      // run leases held, by the tree root's key (made on first use)
 	appState map[string]map[string]any
 	userSt   map[[2]string]map[string]any
@@ -84,7 +84,7 @@ type memRef struct {
 type memKey struct{ app, user, id string }
 
 type memSession struct {
-	state  map[string]any // session scope only
+	state  map[string]any // session scope only; nil while empty
 	events []*Event
 	// compaction is where a read SinceCompaction starts (the
 	// CompactionStart of the latest compaction event; -1: none).
@@ -97,9 +97,19 @@ type memSession struct {
 // under one root id, whether the root session exists or not.
 type memTree struct {
 	root    memKey
-	ids     []string      // of the sessions held
-	expires time.Time     // zero: never
-	elem    *list.Element // in lru; nil while a run lease pins the tree
+	ids     []string  // of the sessions held; first made in first
+	expires time.Time // zero: never
+	// prev and next link the tree into the store's lru; nil while a run
+	// lease pins the tree.
+	prev, next *memTree
+	first      [1]string // the backing of ids while it holds one session
+}
+
+// memTop is a top-level session made with its tree, in one allocation.
+// The tree outlives the session only when it is dropped whole.
+type memTop struct {
+	ms memSession
+	t  memTree
 }
 
 // sweepSample is how many trees each create (and refs each PutRefs)
@@ -174,7 +184,19 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 	s.sweep()
 	own, app, user := SplitDelta(state)
-	ms := &memSession{state: CloneState(own), update: s.now(), tree: s.plant(k), compaction: -1}
+	var st map[string]any // made by the first delta when there is none yet
+	if len(own) > 0 {
+		st = CloneState(own)
+	}
+	update := s.now()
+	t, top := s.plant(k)
+	var ms *memSession
+	if top != nil {
+		ms = &top.ms
+	} else {
+		ms = new(memSession)
+	}
+	*ms = memSession{state: st, update: update, tree: t, compaction: -1}
 	s.sessions[k] = ms
 	s.merge(k.app, k.user, app, user)
 	s.renew(ms)
@@ -225,11 +247,10 @@ func (s *MemoryService) sweep() {
 		return
 	}
 	for range sweepSample {
-		e := s.lru.Back()
-		if e == nil {
+		t := s.lru.back()
+		if t == nil {
 			return
 		}
-		t := e.Value.(*memTree)
 		if !t.expired(s.now) {
 			return
 		}
@@ -448,15 +469,18 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
 	s.renew(ms)
-	ms.events = slices.Grow(ms.events, len(evs))
+	start := len(ms.events)
+	ms.events = appendClones(slices.Grow(ms.events, len(evs)), evs) // Storable trimmed them: ApplyEvent changes none
 	sess.Events = slices.Grow(sess.Events, len(evs))
-	for _, ev := range evs {
+	for i, ev := range evs {
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
+		if len(own) > 0 && ms.state == nil {
+			ms.state = make(map[string]any, len(own))
+		}
 		maps.Copy(ms.state, own)
 		s.merge(sess.AppName, sess.UserID, app, user)
-		ms.events = append(ms.events, ev.Clone())
-		if ev.IsCompaction() {
-			ms.compaction = CompactionStart(ms.events, len(ms.events)-1)
+		if n := start + i + 1; ev.IsCompaction() {
+			ms.compaction = CompactionStart(ms.events[:n], n-1)
 		}
 		if ms.update = ev.Timestamp; ms.update.IsZero() {
 			ms.update = s.now()
@@ -493,10 +517,7 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 func (s *MemoryService) window(k memKey, ms *memSession, w Window) *Session {
 	out := s.view(k, ms)
 	evs := ms.events[w.Start(len(ms.events), ms.compaction):]
-	out.Events = make([]*Event, len(evs))
-	for i, e := range evs {
-		out.Events[i] = e.Clone()
-	}
+	out.Events = appendClones(make([]*Event, 0, len(evs)), evs)
 	return out
 }
 

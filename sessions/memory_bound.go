@@ -43,13 +43,16 @@ func (s *MemoryService) Stats() StoreStats {
 // held, the tree of sessionID (its top-level session and every
 // sub-conversation, existing now or created under the lease) is not
 // evicted: a turn's session cannot vanish mid-turn. Delete and the TTL
-// still remove it.
+// still remove it. The lease is one allocation: the locker's hold and the
+// pin in one.
 func (s *MemoryService) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (Lease, error) {
-	lease, err := s.locker.Acquire(ctx, app, user, sessionID, wait)
+	h, err := s.locker.acquire(ctx, app, user, sessionID, wait)
 	if err != nil {
 		return nil, err
 	}
-	return s.pinned(rootKey(memKey{app, user, sessionID}), lease), nil
+	root := rootKey(memKey{app, user, sessionID})
+	s.pinRoot(root)
+	return &onceLease[treePin[heldLock]]{r: treePin[heldLock]{s: s, root: root, lease: h}}, nil
 }
 
 // Join implements Queue, as MemoryLocker does; the lease a ticket
@@ -80,26 +83,36 @@ func (t *pinningTicket) Acquire(ctx context.Context) (Lease, error) {
 
 // pinned pins root's tree until lease is released.
 func (s *MemoryService) pinned(root memKey, lease Lease) Lease {
+	s.pinRoot(root)
+	return &onceLease[treePin[releaser]]{r: treePin[releaser]{s: s, root: root, lease: releaser{lease}}}
+}
+
+// pinRoot pins root's tree, taking s.mu.
+func (s *MemoryService) pinRoot(root memKey) {
 	s.mu.Lock()
 	s.pin(root)
 	s.mu.Unlock()
-	return &onceLease[treePin]{r: treePin{s: s, root: root, lease: lease}}
 }
 
 // treePin is the pin of root's tree that lease holds.
-type treePin struct {
+type treePin[L interface{ release() }] struct {
 	s     *MemoryService
 	root  memKey
-	lease Lease
+	lease L
 }
 
 // release unpins the tree, then releases the lease.
-func (p treePin) release() {
+func (p treePin[L]) release() {
 	p.s.mu.Lock()
 	p.s.unpin(p.root)
 	p.s.mu.Unlock()
-	p.lease.Release()
+	p.lease.release()
 }
+
+// releaser is a Lease as what a treePin releases.
+type releaser struct{ Lease }
+
+func (r releaser) release() { r.Release() }
 
 // rootKey is the key of the top-level session of k's tree.
 func rootKey(k memKey) memKey {
@@ -108,8 +121,10 @@ func rootKey(k memKey) memKey {
 }
 
 // plant adds k to its tree, making the tree (and evicting the least
-// recently used ones beyond the bound) when it is new; s.mu is held.
-func (s *MemoryService) plant(k memKey) *memTree {
+// recently used ones beyond the bound) when it is new; s.mu is held. When
+// k is the top-level session of a new tree, the tree is made with room for
+// k's session (top, nil otherwise).
+func (s *MemoryService) plant(k memKey) (t *memTree, top *memTop) {
 	root := rootKey(k)
 	t, ok := s.trees[root]
 	if ok && t.expired(s.now) {
@@ -119,15 +134,21 @@ func (s *MemoryService) plant(k memKey) *memTree {
 	if ok {
 		s.use(t)
 	} else {
-		t = &memTree{root: root}
+		if k.id == root.id {
+			top = &memTop{t: memTree{root: root}}
+			t = &top.t
+		} else {
+			t = &memTree{root: root}
+		}
+		t.ids = t.first[:0]
 		s.trees[root] = t
 		if s.pins[root] == 0 {
-			t.elem = s.lru.PushFront(t)
+			s.lru.pushFront(t)
 		}
 		s.evict(t)
 	}
 	t.ids = append(t.ids, k.id)
-	return t
+	return t, top
 }
 
 // evict drops the least recently used trees but keep while more are held
@@ -135,11 +156,10 @@ func (s *MemoryService) plant(k memKey) *memTree {
 // loop ends when only they and keep are left.
 func (s *MemoryService) evict(keep *memTree) {
 	for s.max > 0 && len(s.trees) > s.max {
-		e := s.lru.Back()
-		if e == nil || e.Value == keep {
+		t := s.lru.back()
+		if t == nil || t == keep {
 			return
 		}
-		t := e.Value.(*memTree)
 		if !t.expired(s.now) {
 			s.evicted.EvictedSessions++
 		}
@@ -149,8 +169,8 @@ func (s *MemoryService) evict(keep *memTree) {
 
 // use makes t the most recently used tree; s.mu is held.
 func (s *MemoryService) use(t *memTree) {
-	if t.elem != nil {
-		s.lru.MoveToFront(t.elem)
+	if t.inList() {
+		s.lru.moveToFront(t)
 	}
 }
 
@@ -166,9 +186,8 @@ func (s *MemoryService) drop(t *memTree) {
 // forget removes t, emptied of its sessions, from the store; s.mu is
 // held.
 func (s *MemoryService) forget(t *memTree) {
-	if t.elem != nil {
-		s.lru.Remove(t.elem)
-		t.elem = nil
+	if t.inList() {
+		s.lru.remove(t)
 	}
 	if s.trees[t.root] == t {
 		delete(s.trees, t.root)
@@ -198,9 +217,8 @@ func (s *MemoryService) pin(root memKey) {
 		s.pins = map[memKey]int{}
 	}
 	s.pins[root]++
-	if t, ok := s.trees[root]; ok && t.elem != nil {
-		s.lru.Remove(t.elem)
-		t.elem = nil
+	if t, ok := s.trees[root]; ok && t.inList() {
+		s.lru.remove(t)
 	}
 }
 
@@ -211,8 +229,8 @@ func (s *MemoryService) unpin(root memKey) {
 		return
 	}
 	delete(s.pins, root)
-	if t, ok := s.trees[root]; ok && t.elem == nil {
-		t.elem = s.lru.PushFront(t)
+	if t, ok := s.trees[root]; ok && !t.inList() {
+		s.lru.pushFront(t)
 	}
 }
 
