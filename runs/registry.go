@@ -357,6 +357,10 @@ func (r *Registry) sweepLocked() {
 	}
 }
 
+// endedCancel is an ended run's cancel function: its context is ended
+// already.
+func endedCancel(error) {}
+
 // Run is one registered run. Its methods may be called from any goroutine.
 type Run struct {
 	reg       *Registry
@@ -575,7 +579,11 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.info.Updated, run.info.Ended = now, now
 	id := run.info.ID
 	cancel, late := run.cancel, run.putTimer
-	run.putTimer = nil // not kept with the ended run
+	// Neither is kept with the ended run: the cancel function holds the
+	// run's context, and with it whatever the context it was started
+	// under holds (its request's values), for as long as the run is
+	// kept for its retention.
+	run.cancel, run.putTimer = endedCancel, nil
 	run.mu.Unlock()
 	cancel(nil)
 	if late != nil && !late.Stop() {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -1177,5 +1178,47 @@ func BenchmarkMemoryLogTurn(b *testing.B) {
 		if err := log.End(ctx, id); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An ended run kept for its retention does not keep the context it was
+// started under (a request's, with its values) reachable: the registry
+// holds thousands of them, for an hour by default.
+func TestRegistryEndedRunDropsItsContext(t *testing.T) {
+	reg := runs.NewRegistry(runs.Config{})
+	defer reg.Close()
+	type payload struct{ b [1 << 10]byte }
+	type key struct{}
+	for _, begin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("begin=%v", begin), func(t *testing.T) {
+			p := &payload{}
+			held := weak.Make(p)
+			id := fmt.Sprintf("kept-%v", begin)
+			ctx, stop := context.WithCancel(context.WithValue(context.Background(), key{}, p))
+			run, _, err := reg.Start(ctx, runs.Spec{ID: id, App: "app", User: "u", Session: "s", Retention: time.Hour, Queued: begin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if begin {
+				_ = run.Begin(ctx)
+			}
+			run.Finish(context.Background(), nil)
+			stop()
+			ctx, p = nil, nil
+			runtime.GC()
+			runtime.GC()
+			if held.Value() != nil {
+				t.Error("the ended run still holds the context it was started under")
+			}
+			kept, err := reg.Get(context.Background(), id)
+			if err != nil || kept.Info().Status != runs.StatusCompleted {
+				t.Fatalf("the ended run is not kept: %v", err)
+			}
+			kept.Cancel(runs.ErrCancelled) // an ended run: nothing happens
+			kept.Stop()
+			if kept.Info().Status != runs.StatusCompleted {
+				t.Errorf("status after a late cancel: %s", kept.Info().Status)
+			}
+		})
 	}
 }
