@@ -247,7 +247,7 @@ return {status, released}
 
 // deleteScript: KEYS meta index tree; ARGV base id. Deletes the session and
 // every sub-conversation under it. Returns 0 when the session does not exist.
-var deleteScript = goredis.NewScript(`
+var deleteScript = newLuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local base, id = ARGV[1], ARGV[2]
 local doomed = {id}
@@ -268,7 +268,7 @@ return 1
 // unlisted sessions (written before they were unlisted), without reading
 // the sessions. Returns
 // {more, user, {{id, updated, state}, ...}}.
-var listScript = goredis.NewScript(luaLib + `
+var listScript = newLuaScript(luaLib + `
 local base, offset, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, stale = {}, {}
 local pos, done = offset, false

@@ -173,13 +173,6 @@ func (sc *luaScript) queue(ctx context.Context, p goredis.Pipeliner, a []any, ev
 	return cmd
 }
 
-func script(ctx context.Context, p goredis.Pipeliner, sc *goredis.Script, eval bool, keys []string, args ...any) *goredis.Cmd {
-	if eval {
-		return sc.Eval(ctx, p, keys, args...)
-	}
-	return sc.EvalSha(ctx, p, keys, args...)
-}
-
 // run runs a call of sc (built by luaScript.call) in one round trip (sent
 // again with EVAL when the server has not cached it) and returns its
 // reply.
@@ -456,7 +449,7 @@ func (s *Store) List(ctx context.Context, req sessions.ListRequest) (*sessions.L
 	var res *goredis.Cmd
 	var app *goredis.MapStringStringCmd
 	if err := s.pipeline(ctx, "list", func(p goredis.Pipeliner, eval bool) {
-		res = script(ctx, p, listScript, eval, []string{k.index, k.user}, k.base, offset, max(req.PageSize, 0))
+		res = listScript.queue(ctx, p, append(listScript.call(3, k.index, k.user), k.base, offset, max(req.PageSize, 0)), eval)
 		app = p.HGetAll(ctx, s.appKey(req.AppName))
 	}); err != nil {
 		return nil, err
@@ -506,7 +499,7 @@ func (s *Store) Delete(ctx context.Context, req sessions.DeleteRequest) error {
 	k := s.keys(req.AppName, req.UserID, req.SessionID)
 	var res *goredis.Cmd
 	if err := s.pipeline(ctx, "delete", func(p goredis.Pipeliner, eval bool) {
-		res = script(ctx, p, deleteScript, eval, []string{k.meta, k.index, k.tree}, k.base, req.SessionID)
+		res = deleteScript.queue(ctx, p, append(deleteScript.call(2, k.meta, k.index, k.tree), k.base, req.SessionID), eval)
 	}); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ type opLog struct {
 func newOpLog() *opLog {
 	l := &opLog{names: map[string]string{}}
 	for name, sc := range map[string]*goredis.Script{"open": openScript.Script, "append": appendScript.Script,
-		"list": listScript, "delete": deleteScript, "unlock": releaseScript, "renew": renewScript} {
+		"list": listScript.Script, "delete": deleteScript.Script, "unlock": releaseScript, "renew": renewScript} {
 		l.names[sc.Hash()] = name
 	}
 	return l
