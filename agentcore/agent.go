@@ -302,13 +302,35 @@ func (inv *Invocation) withBranch(a Agent, branch string) *Invocation {
 // NewEvent returns an event of this invocation authored by the current
 // agent, with a fresh id and timestamp.
 func (inv *Invocation) NewEvent() *sessions.Event {
-	return &sessions.Event{
-		ID:           inv.sh.svc.newID(),
-		InvocationID: inv.id,
-		Author:       inv.agent.Name(),
-		Branch:       inv.branch,
-		Timestamp:    inv.sh.svc.now(),
+	ev := &sessions.Event{ID: inv.sh.svc.newID()}
+	inv.stamp(ev)
+	return ev
+}
+
+// newPartialEvent is NewEvent for a partial event (a streamed delta): with
+// random ids, the event and its id are one allocation, not two. A session
+// stores clones of its events, whose ids would keep such an event alive
+// whole; partial events are never stored (the run log keeps them as they
+// are), so only they are made this way.
+func (inv *Invocation) newPartialEvent() *sessions.Event {
+	var ev *sessions.Event
+	if inv.sh.svc.randomIDs {
+		ev = newEventWithID()
+		inv.stamp(ev)
+	} else {
+		ev = inv.NewEvent()
 	}
+	ev.Partial = true
+	return ev
+}
+
+// stamp sets what NewEvent sets besides the id: the invocation, author,
+// branch and time.
+func (inv *Invocation) stamp(ev *sessions.Event) {
+	ev.InvocationID = inv.id
+	ev.Author = inv.agent.Name()
+	ev.Branch = inv.branch
+	ev.Timestamp = inv.sh.svc.now()
 }
 
 // stateGet reads a state key: temp: keys from the invocation, others from

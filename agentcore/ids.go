@@ -3,6 +3,9 @@ package agentcore
 import (
 	"crypto/rand"
 	"strings"
+	"unsafe"
+
+	"github.com/agentgate/agentgate/sessions"
 )
 
 // subInvocationSep joins an invocation id and the name of an agent it calls
@@ -51,16 +54,42 @@ func newUUID() string { return newPrefixedUUID("") }
 // newPrefixedUUID is prefix followed by a new random UUID (see newUUID),
 // in one allocation: NewInvocationID(newUUID()) without the second string.
 func newPrefixedUUID(prefix string) string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])  // never fails (crypto/rand)
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	u := randomUUID()
 	var buf [64]byte
 	n := copy(buf[:len(buf)-36], prefix)
 	if n < len(prefix) { // a long prefix (never ours): the plain way
 		return prefix + string(appendUUID(nil, &u))
 	}
 	return string(appendUUID(buf[:n], &u))
+}
+
+// randomUUID is a new random (version 4) UUID's bytes, from crypto/rand.
+func randomUUID() [16]byte {
+	var u [16]byte
+	_, _ = rand.Read(u[:])  // never fails (crypto/rand)
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u
+}
+
+// eventWithID is an event and the bytes of its random id (newUUID's form)
+// in one allocation: the id's string points into id, written once before
+// the string is made and never after.
+type eventWithID struct {
+	ev sessions.Event
+	id [36]byte
+}
+
+// newEventWithID is a new event whose ID is a random UUID, both in one
+// allocation (see eventWithID). The id keeps the whole event alive, so
+// only events that are not copied to be kept are made so: partial events
+// (see Invocation.newPartialEvent).
+func newEventWithID() *sessions.Event {
+	e := new(eventWithID)
+	u := randomUUID()
+	appendUUID(e.id[:0], &u)
+	e.ev.ID = unsafe.String(&e.id[0], len(e.id))
+	return &e.ev
 }
 
 // appendUUID appends u in the canonical form: 8-4-4-4-12 lowercase hex

@@ -591,9 +591,8 @@ func yieldPartial(inv *Invocation, resp *model.Response, yield func(*sessions.Ev
 	if resp.Content == nil || len(resp.Content.Parts) == 0 {
 		return true
 	}
-	ev := inv.NewEvent()
+	ev := inv.newPartialEvent()
 	fillFromResponse(ev, resp)
-	ev.Partial = true
 	return yield(ev, nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
@@ -324,6 +325,51 @@ func TestStreamingPartialsAndOneFinal(t *testing.T) {
 			stored := h.session("s1").Events
 			if diff := cmp.Diff([]string{"user", "helper"}, authors(stored)); diff != "" {
 				t.Errorf("stored events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A partial event has an id of its own, as every event: from
+// RunnerConfig.NewID when set, else a random canonical version 4 UUID; and
+// the invocation, author and time NewEvent gives.
+func TestStreamingPartialIDs(t *testing.T) {
+	m, err := scripted.New("demo", scripted.Config{ChunkSize: 4, Rules: []scripted.Rule{{Reply: "Hello there, friend!"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, random := range []bool{true, false} {
+		t.Run(map[bool]string{true: "random", false: "NewID"}[random], func(t *testing.T) {
+			var opts []harnessOpt
+			if random {
+				opts = append(opts, func(c *agentcore.RunnerConfig) { c.NewID = nil })
+			}
+			h := newHarness(t, mustLlm(t, agentcore.LlmConfig{Name: "helper", Model: m}), opts...)
+			evs := h.mustRun("s1", userText("hi"), agentcore.RunConfig{Streaming: true})
+			seen := map[string]bool{}
+			partials := 0
+			for _, e := range evs {
+				if seen[e.ID] {
+					t.Errorf("id %q twice", e.ID)
+				}
+				seen[e.ID] = true
+				if !e.Partial {
+					continue
+				}
+				partials++
+				if e.InvocationID != evs[0].InvocationID || e.Author != "helper" || e.Timestamp.IsZero() {
+					t.Errorf("partial %s: invocation %s author %s time %v", e.ID, e.InvocationID, e.Author, e.Timestamp)
+				}
+				if random {
+					if u, err := uuid.Parse(e.ID); err != nil || u.String() != e.ID || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+						t.Errorf("partial id %q is not a canonical v4 UUID (%v)", e.ID, err)
+					}
+				} else if !strings.HasPrefix(e.ID, "id-") {
+					t.Errorf("partial id %q is not NewID's", e.ID)
+				}
+			}
+			if partials != 5 {
+				t.Errorf("%d partial events, want 5", partials)
 			}
 		})
 	}
