@@ -2,10 +2,12 @@ package runs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -182,9 +184,11 @@ type MemoryLog struct {
 	cfg MemoryLogConfig
 
 	mu    sync.Mutex
-	logs  map[string]*memLog
+	logs  map[string]logEntry
 	ended []endedLog // ended logs in the order they ended
 	bytes int64      // the size of every log's frames
+	// endings counts the logs that ended, numbering each (logEntry.end).
+	endings uint64
 	// spare holds the emptied frame slices of logs that ended (at most
 	// maxSpare, of at most maxSpareFrames each), for the next logs to
 	// append to: a run's frames are held only until its end, and a
@@ -200,76 +204,94 @@ const (
 
 var _ EventLog = (*MemoryLog)(nil)
 
-// endedLog names an ended log (a run's log dropped early may start anew
-// under its id, and end again).
+// endedLog names an ended log in MemoryLog.ended: the log of run that
+// ended end-th (a run's log dropped early may start anew under its id,
+// and end again), at at.
 type endedLog struct {
 	run string
-	l   *memLog
+	end uint64
+	at  time.Time
 }
 
-// memLog is one run's frames: frame first+i is frames[i] while the run
-// goes on. Once it ended they are kept encoded, one after the other in
-// arena, frame first+i ending at ends[i]: two blocks that hold no pointer,
-// which the garbage collector does not scan, where the frames held an
-// event each (a dozen objects) or a slice. Neither changes once set.
+// logEntry is one run's log in MemoryLog.logs: live while the run goes
+// on (and until its frames are encoded once it ended), then its frames
+// encoded, frame first+i the i-th in data (see encodeFrames), in one block
+// that holds no pointer, which the garbage collector marks without
+// scanning, where live frames held an event each (a dozen objects); an
+// ended log holds nothing else of its own. data never changes once set.
+type logEntry struct {
+	live  *memLog
+	first int64
+	n     int    // the number of frames in data
+	data  []byte // the encoded frames, once live is nil
+	end   uint64 // which ending this is (endedLog.end); zero while live
+}
+
+// ended reports whether the log has ended.
+func (e logEntry) ended() bool { return e.live == nil || e.live.ended }
+
+// size is what the log holds, roughly, in bytes: its frames' sizes while
+// they are kept as they were appended, what they are encoded in once not.
+func (e logEntry) size() int64 {
+	if e.live != nil {
+		return e.live.bytes
+	}
+	return int64(len(e.data))
+}
+
+// len is the number of frames the log holds, and first is the number of
+// the first.
+func (e logEntry) len() (first int64, n int) {
+	if e.live != nil {
+		return e.live.first, len(e.live.frames)
+	}
+	return e.first, e.n
+}
+
+// span returns frames [from, to) of the log (indexes in it).
+func (e logEntry) span(from, to int) frameSpan {
+	if e.live != nil {
+		return frameSpan{frames: append([]Frame(nil), e.live.frames[from:to]...)}
+	}
+	return frameSpan{first: e.first + int64(from), data: e.data, from: from, to: to, n: e.n}
+}
+
+// memLog is the frames of a run that goes on: frame first+i is frames[i].
 type memLog struct {
-	first   int64
-	frames  []Frame
-	arena   []byte
-	ends    []uint32
-	bytes   int64 // the size of frames, or of arena and ends
-	ended   bool
-	endedAt time.Time
+	first  int64
+	frames []Frame
+	bytes  int64 // the size of frames
+	ended  bool
 	// wake, when not nil, is closed at the next append or end (followers
 	// wait on it).
 	wake chan struct{}
 }
 
-// len is the number of frames the log holds.
-func (l *memLog) len() int {
-	if l.ends != nil {
-		return len(l.ends)
-	}
-	return len(l.frames)
-}
-
-// span returns frames [from, to) of the log (indexes in it).
-func (l *memLog) span(from, to int) frameSpan {
-	if l.ends == nil {
-		return frameSpan{frames: append([]Frame(nil), l.frames[from:to]...)}
-	}
-	start := 0
-	if from > 0 {
-		start = int(l.ends[from-1])
-	}
-	return frameSpan{first: l.first + int64(from), arena: l.arena, start: start, ends: l.ends[from:to]}
-}
-
-// frameSpan is frames read from a log: copied from a live one, or the part
-// of an ended one's arena they are encoded in (which never changes), to be
-// decoded without the log's lock.
+// frameSpan is frames read from a log: copied from a live one, or frames
+// [from, to) of the n an ended one's data encodes (which never changes),
+// the first of them numbered first, to be decoded without the log's lock.
 type frameSpan struct {
-	frames []Frame
-	// first is the number of the first frame in arena, which starts at
-	// start; ends are where each frame ends.
-	first int64
-	arena []byte
-	start int
-	ends  []uint32
+	frames      []Frame
+	first       int64
+	data        []byte
+	from, to, n int
 }
 
-func (s frameSpan) len() int { return len(s.frames) + len(s.ends) }
+func (s frameSpan) len() int { return len(s.frames) + s.to - s.from }
 
 // decode returns the span's frames.
 func (s frameSpan) decode() ([]Frame, error) {
-	if s.ends == nil {
+	if s.data == nil {
 		return s.frames, nil
 	}
-	frames := make([]Frame, len(s.ends))
-	start := s.start
-	for i, e := range s.ends {
-		end := int(e)
-		f, err := decodeFrame(s.arena[start:end:end])
+	frames := make([]Frame, s.to-s.from)
+	start := 4 * s.n
+	if s.from > 0 {
+		start = frameEnd(s.data, s.from-1)
+	}
+	for i := range frames {
+		end := frameEnd(s.data, s.from+i)
+		f, err := decodeFrame(s.data[start:end:end])
 		if err != nil {
 			return nil, fmt.Errorf("runs: frame %d: %w", s.first+int64(i), err)
 		}
@@ -279,23 +301,23 @@ func (s frameSpan) decode() ([]Frame, error) {
 	return frames, nil
 }
 
-// How a frame is encoded in an arena: a byte saying which, then the
-// frame's JSON, or its event packed (sessions.Event.AppendPacked, a
-// third of the JSON of a delta).
+// How a frame is encoded: a byte saying which, then the frame's JSON, or
+// its event packed (sessions.Event.AppendPacked, a third of the JSON of a
+// delta).
 const (
 	frameJSON byte = iota
 	framePacked
 )
 
-// encodeFrames returns frames encoded one after the other, and where each
-// ends.
-func encodeFrames(frames []Frame) (arena []byte, ends []uint32, err error) {
-	ends = make([]uint32, len(frames))
+// encodeFrames returns frames encoded in one block: where each ends (4
+// bytes each, little-endian, from the block's start: frameEnd), then the
+// frames one after the other.
+func encodeFrames(frames []Frame) (data []byte, err error) {
 	if len(frames) == 0 {
-		return nil, ends, nil
+		return nil, nil
 	}
 	buf := arenaScratch.Get().(*[]byte)
-	b := (*buf)[:0]
+	b := slices.Grow((*buf)[:0], 4*len(frames))[:4*len(frames)]
 	defer func() {
 		if cap(b) <= maxScratch {
 			*buf = b[:0]
@@ -312,16 +334,19 @@ func encodeFrames(frames []Frame) (arena []byte, ends []uint32, err error) {
 		}
 		if !packed {
 			if b, err = f.AppendJSON(append(b, frameJSON)); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		if len(b) > math.MaxUint32 {
-			return nil, nil, errors.New("runs: a run's frames take over 4 GiB")
+			return nil, errors.New("runs: a run's frames take over 4 GiB")
 		}
-		ends[i] = uint32(len(b))
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(len(b)))
 	}
-	return append([]byte(nil), b...), ends, nil
+	return append([]byte(nil), b...), nil
 }
+
+// frameEnd is where frame i of the block encodeFrames made ends.
+func frameEnd(data []byte, i int) int { return int(binary.LittleEndian.Uint32(data[4*i:])) }
 
 // decodeFrame returns the frame encodeFrames wrote into b: its JSON (a
 // part of b), or its event unpacked.
@@ -337,7 +362,7 @@ func decodeFrame(b []byte) (Frame, error) {
 }
 
 // arenaScratch holds the buffers frames are encoded in before they are
-// copied into an arena of their size; one grown past maxScratch (a run of
+// copied into a block of their size; one grown past maxScratch (a run of
 // large frames) is left to the collector.
 var arenaScratch = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -360,7 +385,7 @@ func NewMemoryLog(cfg MemoryLogConfig) *MemoryLog {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &MemoryLog{cfg: cfg, logs: map[string]*memLog{}}
+	return &MemoryLog{cfg: cfg, logs: map[string]logEntry{}}
 }
 
 // Open implements EventLog.
@@ -370,19 +395,31 @@ func (m *MemoryLog) Open(ctx context.Context, run string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sweepLocked()
-	m.logLocked(run)
+	m.sweepLocked(m.cfg.Now())
+	m.liveLocked(run)
 	return nil
 }
 
-// logLocked returns run's log, started if need be.
-func (m *MemoryLog) logLocked(run string) *memLog {
-	l := m.logs[run]
-	if l == nil {
-		l = &memLog{}
-		m.logs[run] = l
+var _ FreshOpener = (*MemoryLog)(nil)
+
+// OpenFresh implements FreshOpener: it starts run's log as Open does,
+// without Open's sweep of the ended logs (each End sweeps), which reads
+// the clock.
+func (m *MemoryLog) OpenFresh(run string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.liveLocked(run)
+}
+
+// liveLocked returns run's log while it is live (or ended but its frames
+// not yet encoded), started if there is none; nil once it ended.
+func (m *MemoryLog) liveLocked(run string) *memLog {
+	e, ok := m.logs[run]
+	if !ok {
+		e.live = &memLog{}
+		m.logs[run] = e
 	}
-	return l
+	return e.live
 }
 
 // Append implements EventLog.
@@ -393,8 +430,8 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	size := f.size()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l := m.logLocked(run)
-	if l.ended {
+	l := m.liveLocked(run)
+	if l == nil || l.ended {
 		return 0, ErrEnded
 	}
 	f.Seq = l.first + int64(len(l.frames))
@@ -422,14 +459,14 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	// the logs past their bound (a frame of a streamed turn is appended
 	// per delta; a sweep reads the clock).
 	if m.bytes > m.cfg.MaxBytes {
-		m.sweepLocked()
+		m.sweepLocked(m.cfg.Now())
 	}
 	return f.Seq, nil
 }
 
 // End implements EventLog. Ending a log that does not exist starts an
 // empty, ended one (a run that produced no event). The frames are then
-// encoded into the log's arena (outside the lock: readers meanwhile read
+// encoded into the log's block (outside the lock: readers meanwhile read
 // them as they were); a frame whose event cannot be encoded keeps them as
 // they are.
 func (m *MemoryLog) End(ctx context.Context, run string) error {
@@ -443,29 +480,39 @@ func (m *MemoryLog) End(ctx context.Context, run string) error {
 // request's, never ends).
 func (m *MemoryLog) end(run string) error {
 	m.mu.Lock()
-	l := m.logLocked(run)
-	if l.ended {
+	e, ok := m.logs[run]
+	if ok && e.ended() {
 		m.mu.Unlock()
 		return nil
 	}
-	l.ended, l.endedAt = true, m.cfg.Now()
-	m.ended = append(m.ended, endedLog{run, l})
+	now := m.cfg.Now()
+	m.endings++
+	e.end = m.endings
+	m.ended = append(m.ended, endedLog{run: run, end: e.end, at: now})
+	l := e.live
+	if !ok { // nothing was logged: the log is ended and empty
+		m.logs[run] = e
+		m.sweepLocked(now)
+		m.mu.Unlock()
+		return nil
+	}
+	l.ended = true
+	m.logs[run] = e
 	l.wakeLocked()
 	frames := l.frames // no frame is appended to an ended log
 	m.mu.Unlock()
-	arena, ends, err := encodeFrames(frames)
+	data, err := encodeFrames(frames)
 	if err != nil {
 		return nil
 	}
-	size := int64(len(arena) + 4*len(ends))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.logs[run] == l { // not dropped meanwhile
-		m.bytes += size - l.bytes
+	if m.logs[run].live == l { // not dropped meanwhile
+		m.bytes += int64(len(data)) - l.bytes
+		m.logs[run] = logEntry{first: l.first, n: len(frames), data: data, end: e.end}
 	}
-	l.frames, l.arena, l.ends, l.bytes = nil, arena, ends, size
 	m.reuseLocked(frames)
-	m.sweepLocked()
+	m.sweepLocked(now)
 	return nil
 }
 
@@ -493,7 +540,7 @@ func (m *MemoryLog) Read(ctx context.Context, run string, after int64, limit int
 		return nil, false, err
 	}
 	m.mu.Lock()
-	m.sweepLocked()
+	m.sweepLocked(m.cfg.Now())
 	span, ended, _, err := m.afterLocked(run, after, limit)
 	m.mu.Unlock()
 	if err != nil {
@@ -510,31 +557,32 @@ func (m *MemoryLog) Read(ctx context.Context, run string, after int64, limit int
 // limit > 0); wake is the channel to wait on for more when there are none
 // and the log goes on.
 func (m *MemoryLog) afterLocked(run string, after int64, limit int) (span frameSpan, ended bool, wake <-chan struct{}, err error) {
-	l := m.logs[run]
-	if l == nil {
+	e, ok := m.logs[run]
+	if !ok {
 		return span, false, nil, ErrNotFound
 	}
-	next := l.first + int64(l.len())
+	first, n := e.len()
+	next := first + int64(n)
 	switch {
 	case after < -1:
 		return span, false, nil, ErrCursor
-	case after+1 < l.first:
+	case after+1 < first:
 		return span, false, nil, ErrTrimmed
 	case after >= next:
 		return span, false, nil, ErrCursor
 	}
-	from, to := int(after+1-l.first), l.len()
+	from, to := int(after+1-first), n
 	if limit > 0 && to-from > limit {
 		to = from + limit
 	}
-	span = l.span(from, to)
-	if span.len() == 0 && !l.ended {
+	span, ended = e.span(from, to), e.ended()
+	if l := e.live; span.len() == 0 && !ended {
 		if l.wake == nil {
 			l.wake = make(chan struct{})
 		}
 		wake = l.wake
 	}
-	return span, l.ended && after+1+int64(span.len()) >= next, wake, nil
+	return span, ended && after+1+int64(span.len()) >= next, wake, nil
 }
 
 // Follow implements EventLog. It holds no lock while it yields and starts
@@ -576,19 +624,18 @@ func (m *MemoryLog) Follow(ctx context.Context, run string, after int64) iter.Se
 	}
 }
 
-// sweepLocked drops ended logs past their retention, then the oldest
-// ended ones while there are more than MaxEndedRuns or the logs hold more
-// than MaxBytes.
-func (m *MemoryLog) sweepLocked() {
-	now := m.cfg.Now()
+// sweepLocked drops ended logs past their retention at now, then the
+// oldest ended ones while there are more than MaxEndedRuns or the logs
+// hold more than MaxBytes.
+func (m *MemoryLog) sweepLocked(now time.Time) {
 	n := 0
 	for ; n < len(m.ended); n++ {
 		e := m.ended[n]
-		if now.Sub(e.l.endedAt) <= m.cfg.Retention && len(m.ended)-n <= m.cfg.MaxEndedRuns && m.bytes <= m.cfg.MaxBytes {
+		if now.Sub(e.at) <= m.cfg.Retention && len(m.ended)-n <= m.cfg.MaxEndedRuns && m.bytes <= m.cfg.MaxBytes {
 			break
 		}
-		m.bytes -= e.l.bytes
-		if m.logs[e.run] == e.l {
+		if l := m.logs[e.run]; l.end == e.end {
+			m.bytes -= l.size()
 			delete(m.logs, e.run)
 		}
 	}

@@ -190,7 +190,7 @@ func (r *Registry) Get(ctx context.Context, id string) (*Run, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sweepLocked()
+	r.sweepLocked(r.cfg.Now())
 	if run, ok := r.byID[id]; ok {
 		return run, nil
 	}
@@ -212,7 +212,7 @@ func (r *Registry) List(ctx context.Context, app, user, session string) ([]Info,
 		}
 	}
 	r.mu.Lock()
-	r.sweepLocked()
+	r.sweepLocked(r.cfg.Now())
 	var runs []*Run
 	for _, run := range r.byID {
 		runs = append(runs, run)
@@ -319,8 +319,9 @@ func (r *Registry) Live() int {
 	return len(r.live)
 }
 
-// finished moves run from the live runs to the kept ones (or forgets it).
-func (r *Registry) finished(run *Run, id string) {
+// finished moves run, which ended at now, from the live runs to the kept
+// ones (or forgets it).
+func (r *Registry) finished(run *Run, id string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.live, run)
@@ -333,13 +334,12 @@ func (r *Registry) finished(run *Run, id string) {
 	default:
 		r.ended = append(r.ended, run)
 	}
-	r.sweepLocked()
+	r.sweepLocked(now)
 }
 
-// sweepLocked forgets kept runs past their retention, and the oldest
-// beyond MaxEnded.
-func (r *Registry) sweepLocked() {
-	now := r.cfg.Now()
+// sweepLocked forgets kept runs past their retention at now, and the
+// oldest beyond MaxEnded.
+func (r *Registry) sweepLocked(now time.Time) {
 	n := 0
 	for n < len(r.ended) {
 		run := r.ended[n]
@@ -603,7 +603,7 @@ func (run *Run) Finish(ctx context.Context, err error) {
 			_ = log.End(context.WithoutCancel(ctx), id)
 		}
 	}
-	run.reg.finished(run, id)
+	run.reg.finished(run, id, now)
 	// Done closes last: whoever waits on it sees the log ended and the
 	// registry no longer counting the run as live.
 	run.mu.Lock()
