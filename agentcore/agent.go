@@ -171,6 +171,9 @@ func (s *services) newInvocationID() string {
 	return NewInvocationID(s.newID())
 }
 
+// usageTotal sums the usage of a run's model calls. Each sum is a record
+// of its own (model.AddUsage), never changed once stored, so get hands out
+// the record itself.
 type usageTotal struct {
 	mu sync.Mutex
 	u  *genai.GenerateContentResponseUsageMetadata
@@ -188,11 +191,7 @@ func (u *usageTotal) add(x *genai.GenerateContentResponseUsageMetadata) {
 func (u *usageTotal) get() *genai.GenerateContentResponseUsageMetadata {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.u == nil {
-		return nil
-	}
-	c := *u.u
-	return &c
+	return u.u
 }
 
 // liveSession is the session of a running invocation: the driver appends to

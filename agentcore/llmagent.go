@@ -507,24 +507,35 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 	}
 	if final == nil {
 		start := time.Now()
-		var callErr error
 		sent := inv.redactRequest(req)
 		mctx, traced := a.modelStart(ctx, inv, sent)
+		// The loop's body is a closure that escapes (to the model), so
+		// every variable it assigns, and the function's results when it
+		// returns, go to the heap; it assigns only out, one allocation.
+		var out struct {
+			final   *model.Response
+			err     error
+			stopped bool // the consumer stopped at a partial event
+		}
 		for resp, err := range a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming) {
 			if err != nil {
-				callErr = err
+				out.err = err
 				break
 			}
 			if resp.Partial {
-				if !yieldPartial(inv, resp, yield) {
-					modelEnd(mctx, inv, traced, ModelResult{Err: context.Canceled})
-					return nil, false
+				if out.stopped = !yieldPartial(inv, resp, yield); out.stopped {
+					break
 				}
 				continue
 			}
-			final = resp
+			out.final = resp
 		}
-		if final, ok = a.modelCalled(ctx, inv, cc, req, start, final, callErr, yield); !ok {
+		if out.stopped {
+			modelEnd(mctx, inv, traced, ModelResult{Err: context.Canceled})
+			return nil, false
+		}
+		callErr := out.err
+		if final, ok = a.modelCalled(ctx, inv, cc, req, start, out.final, callErr, yield); !ok {
 			modelEnd(mctx, inv, traced, ModelResult{Err: callErrOr(callErr, final)})
 			return nil, false
 		}

@@ -306,8 +306,8 @@ type agentParams struct {
 	missing []string
 }
 
-// noParams are the values of an agent that declares none and has no
-// parent to hand it any (shared: never modified).
+// noParams are the values of an agent that declares none and is handed
+// none (shared: never modified).
 var noParams = &agentParams{}
 
 // init makes ps the parameter state of a turn; secrets are the calling
@@ -396,7 +396,7 @@ func (ps *paramState) resolveLocked(a Agent) *agentParams {
 // value, the conversation's, then a generated one (when allowed).
 func resolve(agent string, specs []ParamSpec, parent, conv *Params, generated map[string]any) *agentParams {
 	if len(specs) == 0 {
-		return &agentParams{}
+		return noParams
 	}
 	vals := map[string]Param{}
 	r := &agentParams{}

@@ -211,7 +211,8 @@ type Run struct {
 func (r *Run) Events() iter.Seq2[*sessions.Event, error] { return r.events }
 
 // Usage is the token usage summed over every model call of the turn, across
-// the whole tree including agents called as tools.
+// the whole tree including agents called as tools. The record is shared
+// (the sum so far, never changed): read it, do not change it.
 func (r *Run) Usage() *genai.GenerateContentResponseUsageMetadata { return r.usage.get() }
 
 // InvocationID is the id of the turn's invocation, known once Events has

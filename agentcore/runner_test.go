@@ -95,6 +95,10 @@ func TestUsageSummedAcrossTheTree(t *testing.T) {
 	if diff := cmp.Diff(want, run.Usage()); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
+	// The sum is shared, not copied for each caller.
+	if n := testing.AllocsPerRun(10, func() { _ = run.Usage() }); n != 0 {
+		t.Errorf("Usage: %v allocations, want 0", n)
+	}
 	// A second turn counts only its own calls.
 	run2 := h.runner.Run(context.Background(), agentcore.RunRequest{UserID: "u1", SessionID: "s1", NewMessage: userText("again")})
 	if _, err := collect(run2); err != nil {

@@ -446,17 +446,20 @@ func (a *Accumulator) addText(s string) {
 // Completion returns the response so far. Content is null when there are
 // tool calls and no text; the finish reason is empty until a chunk set it.
 func (a *Accumulator) Completion() *ChatCompletion {
-	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
-	if text := cmp.Or(a.text, a.more.String()); text != "" || len(a.toolCalls) == 0 {
-		msg.Content = &text
-	}
-	ext := a.ext
-	ext.TransferToAgent = a.transfer
-	// The completion and its one choice in one allocation.
+	// The completion, its one choice and the choice's text in one
+	// allocation.
 	cc := &struct {
 		c      ChatCompletion
 		choice [1]Choice
-	}{choice: [1]Choice{{Index: 0, Message: msg, FinishReason: a.finish}}}
+		text   string
+	}{}
+	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
+	if cc.text = cmp.Or(a.text, a.more.String()); cc.text != "" || len(a.toolCalls) == 0 {
+		msg.Content = &cc.text
+	}
+	ext := a.ext
+	ext.TransferToAgent = a.transfer
+	cc.choice[0] = Choice{Index: 0, Message: msg, FinishReason: a.finish}
 	c := &cc.c
 	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
 		Choices: cc.choice[:]}

@@ -548,6 +548,16 @@ func TestAccumulatorJoinsContent(t *testing.T) {
 	}
 }
 
+// A text answer's completion is one allocation: the completion, its
+// choice and its text.
+func TestAccumulatorCompletionAllocatesOnce(t *testing.T) {
+	var acc Accumulator
+	acc.Add(ChatCompletionChunk{Choices: []ChunkChoice{{Delta: Delta{Content: ptr("Hello!")}}}})
+	if n := testing.AllocsPerRun(100, func() { _ = acc.Completion() }); n != 1 {
+		t.Errorf("%v allocations, want 1", n)
+	}
+}
+
 // BenchmarkEncoderCompletion is a non-streamed turn's encoding: the
 // encoder, the turn's final event, the completion.
 func BenchmarkEncoderCompletion(b *testing.B) {

@@ -49,13 +49,27 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// chatMessage is one message; Content is a string or []contentPart.
+// chatMessage is one message.
 type chatMessage struct {
 	Role       string         `json:"role"`
-	Content    any            `json:"content,omitempty"`
+	Content    messageContent `json:"content,omitzero"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
+
+// messageContent is a message's content: a string (Text), or the parts of
+// a user message that is more than one text (Parts, then Text is empty);
+// none when both are empty. It is a struct, not an interface value: a
+// string put in one is an allocation of its own, for every message of
+// every request. (Its JSON for encoding/json, which encode is tested
+// against, is in request_encode_test.go.)
+type messageContent struct {
+	Text  string
+	Parts []contentPart
+}
+
+// IsZero reports whether there is no content (the member is left out).
+func (c messageContent) IsZero() bool { return c.Text == "" && c.Parts == nil }
 
 type chatToolCall struct {
 	ID       string       `json:"id"`
@@ -140,7 +154,7 @@ func buildParams(p *chatRequest, modelID string, req *model.Request) error {
 		cfg = &genai.GenerateContentConfig{}
 	}
 	if sys := joinText(cfg.SystemInstruction, "\n\n"); sys != "" {
-		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: sys})
+		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: messageContent{Text: sys}})
 	}
 	var err error
 	if p.Messages, err = messages(p.Messages, req.Contents); err != nil {
@@ -299,21 +313,17 @@ func (p *chatRequest) sizeHint() int {
 	for i := range p.Messages {
 		m := &p.Messages[i]
 		n += 48 + len(m.ToolCallID)
-		switch c := m.Content.(type) {
-		case string:
-			n += len(c) + len(c)/8
-		case []contentPart:
-			for _, cp := range c {
-				n += 64 + len(cp.Text)
-				if cp.ImageURL != nil {
-					n += len(cp.ImageURL.URL)
-				}
-				if cp.InputAudio != nil {
-					n += len(cp.InputAudio.Data)
-				}
-				if cp.File != nil {
-					n += len(cp.File.FileData)
-				}
+		n += len(m.Content.Text) + len(m.Content.Text)/8
+		for _, cp := range m.Content.Parts {
+			n += 64 + len(cp.Text)
+			if cp.ImageURL != nil {
+				n += len(cp.ImageURL.URL)
+			}
+			if cp.InputAudio != nil {
+				n += len(cp.InputAudio.Data)
+			}
+			if cp.File != nil {
+				n += len(cp.File.FileData)
 			}
 		}
 		for _, tc := range m.ToolCalls {
@@ -327,20 +337,13 @@ func (p *chatRequest) sizeHint() int {
 func (m *chatMessage) append(b []byte) ([]byte, error) {
 	b = append(b, `{"role":`...)
 	b = str(b, m.Role)
-	switch c := m.Content.(type) {
-	case nil:
-	case string:
+	switch c := &m.Content; {
+	case c.Parts != nil:
 		b = append(b, `,"content":`...)
-		b = str(b, c)
-	case []contentPart:
+		b = appendParts(b, c.Parts)
+	case c.Text != "":
 		b = append(b, `,"content":`...)
-		b = appendParts(b, c)
-	default:
-		b = append(b, `,"content":`...)
-		var err error
-		if b, err = appendValue(b, c); err != nil {
-			return nil, err
-		}
+		b = str(b, c.Text)
 	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -369,9 +372,6 @@ func (m *chatMessage) append(b []byte) ([]byte, error) {
 
 // appendParts appends array content.
 func appendParts(b []byte, parts []contentPart) []byte {
-	if parts == nil {
-		return append(b, "null"...)
-	}
 	b = append(b, '[')
 	for i, p := range parts {
 		if i > 0 {
@@ -518,9 +518,9 @@ func messages(out []chatMessage, contents []*genai.Content) ([]chatMessage, erro
 		}
 		switch {
 		case parts.n == 1 && parts.first.Type == "text":
-			out = append(out, chatMessage{Role: "user", Content: parts.first.Text})
+			out = append(out, chatMessage{Role: "user", Content: messageContent{Text: parts.first.Text}})
 		case parts.n > 0:
-			out = append(out, chatMessage{Role: "user", Content: parts.list()})
+			out = append(out, chatMessage{Role: "user", Content: messageContent{Parts: parts.list()}})
 		}
 	}
 	return out, nil
@@ -558,9 +558,7 @@ func (u *userParts) list() []contentPart {
 // pending is made when the first call without an id needs it.
 func assistantMessage(c *genai.Content, pending *map[string][]string, synthetic *int) (chatMessage, bool) {
 	m := chatMessage{Role: "assistant"}
-	if text := joinText(c, ""); text != "" {
-		m.Content = text
-	}
+	m.Content.Text = joinText(c, "")
 	for _, p := range c.Parts {
 		if p == nil || p.FunctionCall == nil {
 			continue
@@ -580,7 +578,7 @@ func assistantMessage(c *genai.Content, pending *map[string][]string, synthetic 
 			ID: id, Type: "function", Function: functionCall{Name: fc.Name, Arguments: string(args)},
 		})
 	}
-	return m, m.Content != nil || len(m.ToolCalls) > 0
+	return m, !m.Content.IsZero() || len(m.ToolCalls) > 0
 }
 
 func argsOrEmpty(args map[string]any) map[string]any {
@@ -606,7 +604,7 @@ func toolMessage(fr *genai.FunctionResponse, pending map[string][]string) (chatM
 	if err != nil {
 		return chatMessage{}, fmt.Errorf("function response %q: %w", fr.Name, err)
 	}
-	return chatMessage{Role: "tool", Content: string(body), ToolCallID: id}, nil
+	return chatMessage{Role: "tool", Content: messageContent{Text: string(body)}, ToolCallID: id}, nil
 }
 
 // inlinePart maps inline bytes: images and audio as such, anything else
