@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -321,14 +322,26 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 	after := liveHeap()
 	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/float64(b.N), "live-objs/op")
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "live-B/op")
+	// Of those bytes, the ones the collector scans for pointers.
+	b.ReportMetric(float64(int64(after.scan-before.scan))/float64(b.N), "live-scan-B/op")
+}
+
+// collected is the heap once collected: its MemStats, and scan, the bytes
+// of it the collector scans for pointers.
+type collected struct {
+	runtime.MemStats
+	scan uint64
 }
 
 // liveHeap is the heap once collected.
-func liveHeap() runtime.MemStats {
-	var ms runtime.MemStats
+func liveHeap() collected {
+	var c collected
 	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms
+	runtime.ReadMemStats(&c.MemStats)
+	m := []rtmetrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	rtmetrics.Read(m)
+	c.scan = m[0].Value.Uint64()
+	return c
 }
 
 // BenchmarkChatTurnRunLog is BenchmarkChatTurn's turn on a new session,
