@@ -337,8 +337,8 @@ func chatTurns(b *testing.B, gw http.Handler, stream bool, session func(i int) s
 	// which fills the processor the turn leaves idle while it waits.
 	b.ReportMetric(float64(cpu-idle)/float64(b.N), "busy-cpu-ns/op")
 	after := liveHeap()
-	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/float64(b.N), "live-objs/op")
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "live-B/op")
+	b.ReportMetric(float64(int64(after.HeapObjects-before.HeapObjects))/float64(b.N), "live-objs/op")
+	b.ReportMetric(float64(int64(after.HeapAlloc-before.HeapAlloc))/float64(b.N), "live-B/op")
 	// Of those bytes, the ones the collector scans for pointers.
 	b.ReportMetric(float64(int64(after.scan-before.scan))/float64(b.N), "live-scan-B/op")
 }
