@@ -485,6 +485,7 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	}
 	s.renew(ms)
 	ms.events = slices.Grow(ms.events, len(evs))
+	ms.packed = slices.Grow(ms.packed, len(evs)*packRoom)
 	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		ms.store(ev) // Storable trimmed it: ApplyEvent changes nothing
@@ -520,6 +521,11 @@ func (ms *memSession) store(ev *Event) {
 	me.end = len(ms.packed)
 	ms.events = append(ms.events, me)
 }
+
+// packRoom is the room AppendEvents makes in a session's packed bytes
+// for each event, about a chat event's packed form: AppendPacked appends
+// a field at a time, and would grow them a few times over.
+const packRoom = 128
 
 // merge applies scoped deltas; keys are stored with their prefixes.
 func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]any) {
