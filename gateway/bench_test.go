@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -261,6 +262,11 @@ func BenchmarkChatTurn(b *testing.B) {
 		// redis keeps the sessions in Redis, and with runs the run log
 		// and index too (cmd/gateway's wiring for sessions.backend redis).
 		redis, runs bool
+		// history is how many past turns (two events each) every session
+		// holds when the first turn reads it: the sessions are a
+		// thousand, each used again every thousand turns (a benchmark of
+		// 3000 turns reads from 38 events to 44).
+		history int
 	}{
 		{name: "nonstream/session", messages: hello},
 		{name: "stream/session", stream: true, messages: hello},
@@ -268,6 +274,9 @@ func BenchmarkChatTurn(b *testing.B) {
 		{name: "stream/stateless", stream: true, stateless: true, messages: hello},
 		// A stateless client resends the whole conversation every turn.
 		{name: "nonstream/stateless-history40", stateless: true, messages: benchHistory(10) + "," + hello},
+		// A session's client sends the new message alone: the store reads
+		// back the conversation, 40 events or so.
+		{name: "nonstream/session-history40", messages: hello, history: 19},
 		// Every turn a new session in Redis: its lease, create and read,
 		// then its write.
 		{name: "nonstream/redis", messages: hello, redis: true},
@@ -279,37 +288,46 @@ func BenchmarkChatTurn(b *testing.B) {
 			if tc.redis {
 				with = redisSessions(b, tc.runs)
 			}
-			chatTurns(b, newBenchGateway(b, with), tc.stream, tc.stateless, tc.messages)
+			gw, session := newBenchGateway(b, with), newSession
+			switch {
+			case tc.stateless:
+				session = nil
+			case tc.history > 0:
+				session = func(i int) string { return "history-" + strconv.Itoa(i%1000) }
+				body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, tc.stream, tc.messages))
+				for i := range 1000 * tc.history {
+					postChatTurn(b, gw, body, session(i))
+				}
+			}
+			chatTurns(b, gw, tc.stream, session, tc.messages)
 		})
 	}
 }
 
+// newSession names a new session for each turn.
+func newSession(i int) string { return "bench-" + strconv.Itoa(i) }
+
 // chatTurns runs b.N chat completions of messages (the JSON array's
-// elements) through gw, each on a session of its own unless stateless.
+// elements) through gw, the i-th on the session session(i) names (none
+// when session is nil: stateless).
 // Beside ns/op it reports the process's CPU time per turn (with and
 // without the collector's idle marking: busy-cpu-ns/op), and what each
 // turn left live on the heap once collected (objects and bytes: what
 // every later collection marks, the sessions and the run log kept).
-func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages string) {
+func chatTurns(b *testing.B, gw http.Handler, stream bool, session func(i int) string, messages string) {
 	b.Helper()
 	body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, stream, messages))
-	want := []byte(`"finish_reason":"stop"`)
 	i := 0
 	b.ReportAllocs()
 	before := liveHeap()
 	cpu0, idle0 := benchenv.CPU(), benchenv.IdleGC()
 	for b.Loop() {
 		i++
-		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if !stateless {
-			req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
+		id := ""
+		if session != nil {
+			id = session(i)
 		}
-		w := newConnRecorder()
-		gw.ServeHTTP(w, req)
-		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), want) {
-			b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
-		}
+		postChatTurn(b, gw, body, id)
 	}
 	// The process's CPU time (GC workers included) per turn: on a
 	// shared machine it varies less than ns/op.
@@ -319,16 +337,43 @@ func chatTurns(b *testing.B, gw http.Handler, stream, stateless bool, messages s
 	// which fills the processor the turn leaves idle while it waits.
 	b.ReportMetric(float64(cpu-idle)/float64(b.N), "busy-cpu-ns/op")
 	after := liveHeap()
-	b.ReportMetric(float64(after.HeapObjects-before.HeapObjects)/float64(b.N), "live-objs/op")
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "live-B/op")
+	b.ReportMetric(float64(int64(after.HeapObjects-before.HeapObjects))/float64(b.N), "live-objs/op")
+	b.ReportMetric(float64(int64(after.HeapAlloc-before.HeapAlloc))/float64(b.N), "live-B/op")
+	// Of those bytes, the ones the collector scans for pointers.
+	b.ReportMetric(float64(int64(after.scan-before.scan))/float64(b.N), "live-scan-B/op")
+}
+
+// collected is the heap once collected: its MemStats, and scan, the bytes
+// of it the collector scans for pointers.
+type collected struct {
+	runtime.MemStats
+	scan uint64
+}
+
+// postChatTurn posts a chat completion of body to gw on the session
+// sessionID ("": none), which must finish.
+func postChatTurn(b *testing.B, gw http.Handler, body []byte, sessionID string) {
+	req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if sessionID != "" {
+		req.Header.Set("X-Session-Id", sessionID)
+	}
+	w := newConnRecorder()
+	gw.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"finish_reason":"stop"`)) {
+		b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+	}
 }
 
 // liveHeap is the heap once collected.
-func liveHeap() runtime.MemStats {
-	var ms runtime.MemStats
+func liveHeap() collected {
+	var c collected
 	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms
+	runtime.ReadMemStats(&c.MemStats)
+	m := []rtmetrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	rtmetrics.Read(m)
+	c.scan = m[0].Value.Uint64()
+	return c
 }
 
 // BenchmarkChatTurnRunLog is BenchmarkChatTurn's turn on a new session,
@@ -363,7 +408,7 @@ func BenchmarkChatTurnRunLog(b *testing.B) {
 							c.RunLog = noRunLog{}
 						}
 					}
-					chatTurns(b, newBenchGateway(b, with), stream, false, hello)
+					chatTurns(b, newBenchGateway(b, with), stream, newSession, hello)
 				})
 			}
 		}

@@ -162,21 +162,8 @@ func (e *Event) Clone() *Event {
 	return c
 }
 
-// appendClones appends clones of evs (Clone's) to dst, made in one
-// allocation.
-func appendClones(dst []*Event, evs []*Event) []*Event {
-	if len(evs) == 0 {
-		return dst
-	}
-	clones := make([]Event, len(evs))
-	for i, e := range evs {
-		e.cloneInto(&clones[i])
-		dst = append(dst, &clones[i])
-	}
-	return dst
-}
-
-// cloneInto makes c Clone's copy of e.
+// cloneInto makes c Clone's copy of e, so that a copy made in an
+// allocation of many (a memory store's read) is Clone's.
 func (e *Event) cloneInto(c *Event) {
 	*c = *e
 	c.Actions.StateDelta = maps.Clone(e.Actions.StateDelta)

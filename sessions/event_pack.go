@@ -111,9 +111,61 @@ var errPacked = errors.New("sessions: malformed packed event")
 // JSON is the packed event's: the timestamp keeps the microseconds the
 // wire form has.
 func UnpackEvent(b []byte) (*Event, error) {
-	r := packReader{b: b}
+	e := new(Event)
+	var a unpackArena
+	if err := a.unpack(e, b, string(b)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// unpackArena is where unpack makes the contents, parts and usages of the
+// events it reads, so that reading many events (a session's, from the
+// memory store) takes a few allocations, not a few per event. Each one it
+// hands out is a slice with no room beyond its length: appending to one
+// event's parts does not write over the next event's. The zero
+// unpackArena makes each one as it is asked for.
+type unpackArena struct {
+	contents []onePart
+	parts    []genai.Part // of contents of more than one part
+	ptrs     []*genai.Part
+	usages   []genai.GenerateContentResponseUsageMetadata
+}
+
+// onePart is a content with room for one part: most have one.
+type onePart struct {
+	content genai.Content
+	part    [1]genai.Part
+	ptr     [1]*genai.Part
+}
+
+// newUnpackArena returns an arena with room for contents events with
+// content and usages with usage.
+func newUnpackArena(contents, usages int) unpackArena {
+	return unpackArena{contents: make([]onePart, 0, contents), usages: make([]genai.GenerateContentResponseUsageMetadata, 0, usages)}
+}
+
+// take hands out n zero values from the arena slice s, making a new one
+// (at least as large as the last) when s has no room left.
+func take[T any](s *[]T, n int) []T {
+	if len(*s)+n > cap(*s) {
+		*s = make([]T, 0, max(n, cap(*s)))
+	}
+	i := len(*s)
+	*s = (*s)[:i+n]
+	return (*s)[i : i+n : i+n]
+}
+
+// packFlags returns the flags of the packed event b (its first byte).
+func packFlags(b []byte) byte { return b[0] }
+
+// unpack makes e the event AppendPacked wrote into b (all of b), whose
+// bytes s holds as a string: its strings are cut out of s, which they
+// keep alive.
+func (a *unpackArena) unpack(e *Event, b []byte, s string) error {
+	r := packReader{b: b, s: s}
 	flags := r.byte()
-	e := &Event{Partial: flags&packPartial != 0, TurnComplete: flags&packTurnComplete != 0}
+	e.Partial, e.TurnComplete = flags&packPartial != 0, flags&packTurnComplete != 0
 	e.ID, e.InvocationID, e.Author, e.Branch = r.string(), r.string(), r.string(), r.string()
 	e.FinishReason, e.ModelVersion = genai.FinishReason(r.string()), r.string()
 	e.ErrorCode, e.ErrorMessage = r.string(), r.string()
@@ -121,66 +173,77 @@ func UnpackEvent(b []byte) (*Event, error) {
 		e.Timestamp = time.UnixMicro(int64(r.uvarint())).UTC()
 	}
 	if flags&packContent != 0 {
-		e.Content = &genai.Content{Role: r.string()}
-		if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) { // each part takes 2 bytes at least
-			e.Content.Parts = make([]*genai.Part, n)
-			for i := range e.Content.Parts {
-				thought := r.byte() == 1
-				e.Content.Parts[i] = &genai.Part{Thought: thought, Text: r.string()}
+		one := &take(&a.contents, 1)[0]
+		c := &one.content
+		c.Role = r.string()
+		if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)-r.i) { // each part takes 2 bytes at least
+			parts, ptrs := one.part[:], one.ptr[:]
+			if n > 1 {
+				parts, ptrs = take(&a.parts, int(n)), take(&a.ptrs, int(n))
 			}
+			for i := range parts {
+				parts[i].Thought = r.byte() == 1
+				parts[i].Text = r.string()
+				ptrs[i] = &parts[i]
+			}
+			c.Parts = ptrs
 		} else if n > 0 {
 			r.bad = true
 		}
+		e.Content = c
 	}
 	if flags&packUsage != 0 {
-		u := &genai.GenerateContentResponseUsageMetadata{}
+		u := &take(&a.usages, 1)[0]
 		for _, n := range []*int32{&u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.CachedContentTokenCount,
 			&u.ThoughtsTokenCount, &u.ToolUsePromptTokenCount} {
 			*n = int32(uint32(r.uvarint()))
 		}
 		e.UsageMetadata = u
 	}
-	if r.bad || len(r.b) > 0 {
-		return nil, errPacked
+	if r.bad || r.i < len(r.b) {
+		return errPacked
 	}
-	return e, nil
+	return nil
 }
 
-// packReader reads a packed event; bad is set at the first read past its
-// end (and the reads after it give zero values).
+// packReader reads a packed event from b[i:]; s holds b's bytes as a
+// string, which its strings are cut from. bad is set at the first read
+// past its end (and the reads after it give zero values).
 type packReader struct {
 	b   []byte
+	s   string
+	i   int
 	bad bool
 }
 
 func (r *packReader) byte() byte {
-	if len(r.b) == 0 {
+	if r.i == len(r.b) {
 		r.bad = true
 		return 0
 	}
-	c := r.b[0]
-	r.b = r.b[1:]
+	c := r.b[r.i]
+	r.i++
 	return c
 }
 
 func (r *packReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
+	v, n := binary.Uvarint(r.b[r.i:])
 	if n <= 0 {
 		r.bad = true
 		return 0
 	}
-	r.b = r.b[n:]
+	r.i += n
 	return v
 }
 
 func (r *packReader) string() string {
 	n := r.uvarint()
-	if n > uint64(len(r.b)) {
+	if n > uint64(len(r.b)-r.i) {
 		r.bad = true
 		return ""
 	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
+	s := r.s[r.i : r.i+int(n)]
+	r.i += int(n)
 	return s
 }
 

@@ -85,12 +85,27 @@ type memKey struct{ app, user, id string }
 
 type memSession struct {
 	state  map[string]any // session scope only; nil while empty
-	events []*Event
+	events []memEvent
+	// packed holds the events AppendPacked packs (plain text ones: most
+	// of a chat's), back to back in the order stored. It is memory the
+	// collector does not scan, where a clone is a few objects for each
+	// event, which every collection would mark.
+	packed []byte
 	// compaction is where a read SinceCompaction starts (the
 	// CompactionStart of the latest compaction event; -1: none).
 	compaction int
 	update     time.Time
 	tree       *memTree // shared by a top-level session and its sub-conversations
+}
+
+// memEvent is a stored event: packed in its session's packed bytes up to
+// end, or, when AppendPacked cannot pack it, a clone.
+type memEvent struct {
+	// ts is the event's Timestamp as appended (its packed form has none:
+	// a read gives back the value appended, not its microseconds).
+	ts    time.Time
+	clone *Event // nil when packed
+	end   int
 }
 
 // memTree is a top-level session and its sub-conversations: every id
@@ -469,18 +484,20 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
 	s.renew(ms)
-	start := len(ms.events)
-	ms.events = appendClones(slices.Grow(ms.events, len(evs)), evs) // Storable trimmed them: ApplyEvent changes none
+	ms.events = slices.Grow(ms.events, len(evs))
+	ms.packed = slices.Grow(ms.packed, len(evs)*packRoom)
 	sess.Events = slices.Grow(sess.Events, len(evs))
-	for i, ev := range evs {
+	for _, ev := range evs {
+		ms.store(ev) // Storable trimmed it: ApplyEvent changes nothing
 		own, app, user := SplitDelta(ev.Actions.StateDelta)
 		if len(own) > 0 && ms.state == nil {
 			ms.state = make(map[string]any, len(own))
 		}
 		maps.Copy(ms.state, own)
 		s.merge(sess.AppName, sess.UserID, app, user)
-		if n := start + i + 1; ev.IsCompaction() {
-			ms.compaction = CompactionStart(ms.events[:n], n-1)
+		if ev.IsCompaction() {
+			ms.compaction = compactionStart(ev, len(ms.events)-1, func(i int) *Event { return ms.events[i].clone },
+				func(i int) time.Time { return ms.events[i].ts })
 		}
 		if ms.update = ev.Timestamp; ms.update.IsZero() {
 			ms.update = s.now()
@@ -490,6 +507,25 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	sess.LastUpdateTime = ms.update
 	return nil
 }
+
+// store keeps ev as the session's last event: packed when AppendPacked
+// can pack it, else a clone.
+func (ms *memSession) store(ev *Event) {
+	e := *ev
+	e.Timestamp = time.Time{}
+	me := memEvent{ts: ev.Timestamp}
+	var ok bool
+	if ms.packed, ok = e.AppendPacked(ms.packed); !ok {
+		me.clone = ev.Clone()
+	}
+	me.end = len(ms.packed)
+	ms.events = append(ms.events, me)
+}
+
+// packRoom is the room AppendEvents makes in a session's packed bytes
+// for each event, about a chat event's packed form: AppendPacked appends
+// a field at a time, and would grow them a few times over.
+const packRoom = 128
 
 // merge applies scoped deltas; keys are stored with their prefixes.
 func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]any) {
@@ -516,8 +552,51 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 // w selects.
 func (s *MemoryService) window(k memKey, ms *memSession, w Window) *Session {
 	out := s.view(k, ms)
-	evs := ms.events[w.Start(len(ms.events), ms.compaction):]
-	out.Events = appendClones(make([]*Event, 0, len(evs)), evs)
+	out.Events = ms.read(w.Start(len(ms.events), ms.compaction))
+	return out
+}
+
+// read returns fresh copies of the session's events from the one at
+// from: the events in one allocation, the packed ones' strings in
+// another (one string of their packed bytes, which they are cut from),
+// and their contents, parts and usages in an arena.
+func (ms *memSession) read(from int) []*Event {
+	evs := ms.events[from:]
+	out := make([]*Event, len(evs))
+	copies := make([]Event, len(evs))
+	lo := 0
+	if from > 0 {
+		lo = ms.events[from-1].end
+	}
+	var contents, usages int
+	start := lo
+	for _, me := range evs {
+		if me.clone == nil {
+			flags := packFlags(ms.packed[start:])
+			if flags&packContent != 0 {
+				contents++
+			}
+			if flags&packUsage != 0 {
+				usages++
+			}
+		}
+		start = me.end
+	}
+	s, a := string(ms.packed[lo:start]), newUnpackArena(contents, usages)
+	start = lo
+	for i, me := range evs {
+		e := &copies[i]
+		out[i] = e
+		if me.clone != nil {
+			me.clone.cloneInto(e)
+			continue
+		}
+		if err := a.unpack(e, ms.packed[start:me.end], s[start-lo:me.end-lo]); err != nil {
+			panic("sessions: the memory store cannot read an event it packed: " + err.Error())
+		}
+		e.Timestamp = me.ts
+		start = me.end
+	}
 	return out
 }
 

@@ -307,3 +307,27 @@ func BenchmarkMemoryStore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoryStoreHistory measures a read of a session that holds 40
+// events (20 turns of chatTurn's), what each turn of a long conversation
+// reads before it runs.
+func BenchmarkMemoryStoreHistory(b *testing.B) {
+	ctx := context.Background()
+	s := NewMemoryService(MemoryConfig{})
+	req := GetRequest{AppName: "app", UserID: "u", SessionID: "s"}
+	sess, err := s.Create(ctx, CreateRequest{AppName: req.AppName, UserID: req.UserID, SessionID: req.SessionID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20 {
+		if err := s.AppendEvents(ctx, sess, chatTurn(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, err := s.Get(ctx, req); err != nil || len(got.Events) != 40 {
+			b.Fatal(len(got.Events), err)
+		}
+	}
+}

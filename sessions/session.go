@@ -157,9 +157,16 @@ func (w Window) Start(n, compaction int) int {
 // The events it leaves uncovered are shown after the summary in model
 // requests, as ADK does.
 func CompactionStart(evs []*Event, ci int) int {
-	end := evs[ci].Actions.Compaction.EndTimestamp
+	return compactionStart(evs[ci], ci, func(i int) *Event { return evs[i] }, func(i int) time.Time { return evs[i].Timestamp })
+}
+
+// compactionStart is CompactionStart over events held otherwise: c is the
+// compaction event at ci; at(i) is the event at i when it may be a
+// compaction event (nil: it is not), and ts(i) its timestamp.
+func compactionStart(c *Event, ci int, at func(int) *Event, ts func(int) time.Time) int {
+	end := c.Actions.Compaction.EndTimestamp
 	i := ci
-	for i > 0 && !evs[i-1].IsCompaction() && evs[i-1].Timestamp.After(end) {
+	for i > 0 && !at(i-1).IsCompaction() && ts(i-1).After(end) {
 		i--
 	}
 	return i
