@@ -432,29 +432,95 @@ func (noRunLog) Follow(context.Context, string, int64) iter.Seq2[runs.Frame, err
 	return func(yield func(runs.Frame, error) bool) { yield(runs.Frame{}, runs.ErrNotFound) }
 }
 
-// countingListener counts the writes to the connections it accepts: over
-// TCP each is a system call and, on loopback, a wake-up of the reader.
+// countingListener counts what the server does on the connections it
+// accepts: its writes (over TCP each is a system call and, on loopback, a
+// wake-up of the reader) and its deadline changes (net/http's and the
+// gateway's; each is a change of the connection's timers in the runtime).
 type countingListener struct {
 	net.Listener
-	writes *atomic.Int64
+	n *connCounts
 }
+
+type connCounts struct{ writes, deadlines atomic.Int64 }
 
 func (l countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return countingConn{Conn: c, writes: l.writes}, nil
+	return countingConn{Conn: c, n: l.n}, nil
 }
 
 type countingConn struct {
 	net.Conn
-	writes *atomic.Int64
+	n *connCounts
 }
 
 func (c countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
+	c.n.writes.Add(1)
 	return c.Conn.Write(b)
+}
+
+func (c countingConn) SetReadDeadline(t time.Time) error {
+	c.n.deadlines.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c countingConn) SetWriteDeadline(t time.Time) error {
+	c.n.deadlines.Add(1)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// BenchmarkChatTurnConn is BenchmarkChatTurn's turns over a real loopback
+// connection the client keeps alive, so that what the gateway does on the
+// connection (its deadlines) is paid as in production: it reports the
+// connection's deadline changes per turn (deadlines/op, net/http's
+// included) and the process's CPU time per turn (cpu-ns/op, the client's
+// included).
+func BenchmarkChatTurnConn(b *testing.B) {
+	const hello = `{"role":"user","content":"Hello, how are you?"}`
+	for _, tc := range []struct {
+		name              string
+		stream, stateless bool
+	}{
+		{"nonstream/session", false, false},
+		{"stream/session", true, false},
+		{"nonstream/stateless", false, true},
+		{"stream/stateless", true, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var n connCounts
+			srv := httptest.NewUnstartedServer(newBenchGateway(b, nil))
+			srv.Listener = countingListener{Listener: srv.Listener, n: &n}
+			srv.Start()
+			defer srv.Close()
+			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, tc.stream, hello))
+			want := []byte(`"finish_reason":"stop"`)
+			client, i := srv.Client(), 0
+			b.ReportAllocs()
+			n.deadlines.Store(0)
+			cpu0 := benchenv.CPU()
+			for b.Loop() {
+				i++
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if !tc.stateless {
+					req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i))
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(got, want) {
+					b.Fatalf("status %d, %v: %s", resp.StatusCode, err, got)
+				}
+			}
+			b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(n.deadlines.Load())/float64(b.N), "deadlines/op")
+		})
+	}
 }
 
 // BenchmarkStreamBurst is a streamed chat turn over real connections
@@ -481,15 +547,15 @@ func BenchmarkStreamBurst(b *testing.B) {
 			defer up.Close()
 			gw := newAgentGateway(b, spec.Agent{Name: "pace", Instruction: "Answer."},
 				spec.Provider{Name: "up", Type: p.name, BaseURL: up.URL, APIKey: "sk-test"}, p.factory, nil)
-			var writes atomic.Int64
+			var n connCounts
 			srv := httptest.NewUnstartedServer(gw)
-			srv.Listener = countingListener{Listener: srv.Listener, writes: &writes}
+			srv.Listener = countingListener{Listener: srv.Listener, n: &n}
 			srv.Start()
 			defer srv.Close()
 			req := []byte(`{"model":"pace","stream":true,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
 			client := srv.Client()
 			b.ReportAllocs()
-			writes.Store(0)
+			n.writes.Store(0)
 			cpu0 := benchenv.CPU()
 			for b.Loop() {
 				resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", bytes.NewReader(req))
@@ -503,7 +569,7 @@ func BenchmarkStreamBurst(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(benchenv.CPU()-cpu0)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(writes.Load())/float64(b.N), "writes/op")
+			b.ReportMetric(float64(n.writes.Load())/float64(b.N), "writes/op")
 		})
 	}
 }

@@ -28,8 +28,10 @@ import (
 //     (its first byte, the status included), so it bounds how long a client
 //     takes to take the answer, not how long the turn ran; a handler that
 //     sets a deadline of its own, as an event stream does (clearing it),
-//     takes over. A deadline left on the connection by an earlier request
-//     is cleared when the next one starts.
+//     takes over. No deadline is left on the connection by an earlier
+//     request: net/http clears the write deadline once each response is
+//     done (an HTTP/2 stream's is its own), so a request starts with none
+//     and nothing clears it again here.
 //
 // Idle keep-alive connections and the header read are bounded by
 // http.Server (IdleTimeout, ReadHeaderTimeout), set where it is built.
@@ -41,12 +43,10 @@ var errBodyTimeout = errors.New("gateway: the request body did not arrive in tim
 // deadlines bounds the request body's arrival time and the response's
 // write time (limitBody bounds the body's size).
 func (s *Server) deadlines(c *gin.Context) {
-	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetWriteDeadline(time.Time{})
 	d := &requestDeadlines{w: deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}}
 	c.Writer = &d.w
 	if r := c.Request; r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+		_ = http.NewResponseController(d.w.ResponseWriter).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
 		d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
 		r.Body = &d.body
 	}
@@ -121,8 +121,14 @@ func (w *deadlineWriter) Flush() {
 }
 
 // SetWriteDeadline is the handler's own deadline (http.ResponseController
-// finds it); the zero time means none, as an event stream wants.
+// finds it); the zero time means none, as an event stream wants, and is
+// what the connection has already when no deadline was set yet (a request
+// starts with none).
 func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() && !w.set {
+		w.set = true
+		return nil
+	}
 	w.set = true
 	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,5 +185,68 @@ func TestStreamsAndLongTurnsOutliveTheTimeouts(t *testing.T) {
 				t.Errorf("status %d err %v body %s", resp.StatusCode, err, b)
 			}
 		})
+	}
+}
+
+// TestNoDeadlineCarriesOverAConnection checks a request starts without the
+// write deadline of the one before it on the same connection: the first
+// answer's deadline passes while the connection is idle, and the second
+// request still gets its "100 Continue" (written before any answer) and,
+// streamed, outlives the write timeout.
+func TestNoDeadlineCarriesOverAConnection(t *testing.T) {
+	verifyNoLeaks(t)
+	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		if !stream {
+			yield(textFinal("at once"), nil)
+			return
+		}
+		partial := func(s string) *model.Response {
+			return &model.Response{Partial: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: s}}}}
+		}
+		if !yield(partial("wait "), nil) {
+			return
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // the write timeout would have passed
+		case <-ctx.Done():
+			return
+		}
+		if yield(partial("done"), nil) {
+			yield(textFinal("wait done"), nil)
+		}
+	}, func(c *gateway.Config) { c.WriteTimeout = 20 * time.Millisecond })
+	conn := dialRaw(t, f.srv)
+	br := bufio.NewReader(conn)
+	const head = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+	first := `{"model":"fake","messages":[{"role":"user","content":"x"}]}`
+	if _, err := io.WriteString(conn, head+"Content-Length: "+strconv.Itoa(len(first))+"\r\n\r\n"+first); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "at once") {
+		t.Fatalf("first answer: status %d body %s", resp.StatusCode, b)
+	}
+	time.Sleep(100 * time.Millisecond) // the first answer's write deadline passes
+
+	second := `{"model":"fake","stream":true,"messages":[{"role":"user","content":"x"}]}`
+	if _, err := io.WriteString(conn, head+"Expect: 100-continue\r\nContent-Length: "+strconv.Itoa(len(second))+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err = http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("want 100 Continue, got %v (%v)", resp, err)
+	}
+	if _, err := io.WriteString(conn, second); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err = http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err = io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"done"`) || !strings.Contains(string(b), "[DONE]") {
+		t.Errorf("second answer: status %d err %v body %s", resp.StatusCode, err, b)
 	}
 }

@@ -261,11 +261,7 @@ func New(cfg Config) (*Server, error) {
 	// deadlines wraps the writer, then instrument does (when there are
 	// metrics, called by deadlines: its writer in the same allocation):
 	// noteModel finds the metered writer on the context.
-	e.Use(s.deadlines)
-	if cfg.Telemetry != nil {
-		e.Use(s.traceContext)
-	}
-	e.Use(s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody, s.authenticate)
+	e.Use(s.deadlines, s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody, s.authenticate)
 	s.routes(e)
 	s.engine = e
 	return s, nil
@@ -325,7 +321,10 @@ func (s *Server) readyz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// requestID reads or assigns x-request-id and echoes it.
+// requestID reads or assigns x-request-id and echoes it, and with
+// telemetry continues the caller's trace: the W3C traceparent (and
+// tracestate, baggage) of every request on every surface goes into the
+// request's context, where the turn's spans find their parent.
 //
 // This middleware and the others keep their work in functions of their own
 // and only call c.Next themselves: the frame of a function that calls
@@ -344,9 +343,14 @@ func (s *Server) tagRequest(c *gin.Context) {
 		_, _ = rand.Read(b[:])
 		id = "req_" + hex.EncodeToString(b[:])
 	}
-	// The request's log attributes live in one set, which annotate adds
-	// to: one new context per request, not one per attribute.
-	ctx, set := agentcore.WithLogAttrSet(c.Request.Context())
+	// The caller's trace and the request's log attributes go into one
+	// copy of the request; the attributes live in one set, which annotate
+	// adds to: one new context per request, not one per attribute.
+	ctx := c.Request.Context()
+	if s.cfg.Telemetry != nil {
+		ctx = s.cfg.Telemetry.Extract(ctx, c.Request.Header)
+	}
+	ctx, set := agentcore.WithLogAttrSet(ctx)
 	set.Add(slog.String("request_id", id))
 	c.Request = c.Request.WithContext(ctx)
 	// The header's key as net/http writes it (canonical already): what

@@ -12,14 +12,6 @@ import (
 	"github.com/agentgate/agentgate/sessions"
 )
 
-// traceContext continues the caller's trace: the W3C traceparent (and
-// tracestate, baggage) of every request on every surface goes into the
-// request's context, where the turn's spans find their parent.
-func (s *Server) traceContext(c *gin.Context) {
-	c.Request = c.Request.WithContext(s.cfg.Telemetry.Extract(c.Request.Context(), c.Request.Header))
-	c.Next()
-}
-
 // tracer is the runtime's Tracer: nil (no spans, no cost) without
 // telemetry.
 func (s *Server) tracer() agentcore.Tracer {
