@@ -82,6 +82,9 @@ type Store struct {
 	// how often a waiter it can wake polls all the same (0: the default).
 	bell     lineBell
 	bellPoll time.Duration
+	// recent spares connections read from moments ago go-redis's health
+	// check (see recentConns).
+	recent recentConns
 }
 
 var (
@@ -137,6 +140,7 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.client = c
 	}
+	s.recent.install(s.client)
 	_, cluster := s.client.(*goredis.ClusterClient)
 	s.oneNode = !cluster
 	s.bell.client = s.client
