@@ -105,6 +105,10 @@ type EventLog interface {
 	// log ended.
 	Append(ctx context.Context, run string, f Frame) (int64, error)
 	// End marks run's log complete: followers get what is left and stop.
+	// It is called as the run finishes, under the run's context, which
+	// has ended by then: the log is ended whatever ctx says (ctx's values
+	// are kept), and a log that goes to a store detaches from its
+	// cancellation itself.
 	End(ctx context.Context, run string) error
 	// Read returns up to limit frames after cursor (-1 for the first
 	// frame on; limit <= 0 means all), and whether the log has ended.
@@ -133,7 +137,7 @@ type FreshOpener interface {
 // Index.Put and End.
 type IndexEnder interface {
 	// PutEnd does what idx.Put(ctx, in, retention) then End(ctx, in.ID)
-	// do: a reader that finds the log ended finds in in idx. It returns
+	// do, whatever ctx says, as End: a reader that finds the log ended finds in in idx. It returns
 	// End's error; the record is best effort, as a Put alone is for
 	// Finish.
 	PutEnd(ctx context.Context, idx Index, in Info, retention time.Duration) error
@@ -468,17 +472,8 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 // empty, ended one (a run that produced no event). The frames are then
 // encoded into the log's block (outside the lock: readers meanwhile read
 // them as they were); a frame whose event cannot be encoded keeps them as
-// they are.
-func (m *MemoryLog) End(ctx context.Context, run string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return m.end(run)
-}
-
-// end is End once ctx was found live (Run.Finish's, detached from its
-// request's, never ends).
-func (m *MemoryLog) end(run string) error {
+// they are. It needs nothing of ctx.
+func (m *MemoryLog) End(_ context.Context, run string) error {
 	m.mu.Lock()
 	e, ok := m.logs[run]
 	if ok && e.ended() {

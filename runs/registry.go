@@ -594,13 +594,11 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	// step): whoever waits for the log's end reads the final status.
 	log, idx := run.reg.cfg.Log, run.reg.cfg.Index
 	if e, ok := log.(IndexEnder); ok && idx != nil && id != "" {
-		_ = e.PutEnd(context.WithoutCancel(ctx), idx, run.Info(), run.retention)
+		_ = e.PutEnd(ctx, idx, run.Info(), run.retention)
 	} else {
 		run.put(ctx)
-		if m, ok := log.(*MemoryLog); ok && id != "" {
-			_ = m.end(id) // End under a context that never ends
-		} else if log != nil && id != "" {
-			_ = log.End(context.WithoutCancel(ctx), id)
+		if log != nil && id != "" {
+			_ = log.End(ctx, id)
 		}
 	}
 	run.reg.finished(run, id, now)

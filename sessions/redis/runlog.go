@@ -549,8 +549,11 @@ func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 
 // End implements runs.EventLog: it writes the frames still waiting and
 // the end, and returns once they are written, or failed to be (after a
-// write of its own: one that failed before is tried again).
-func (l *RunLog) End(ctx context.Context, run string) error { return l.end(ctx, run, nil) }
+// write of its own: one that failed before is tried again); ctx's end
+// does not stop it.
+func (l *RunLog) End(ctx context.Context, run string) error {
+	return l.end(context.WithoutCancel(ctx), run, nil)
+}
 
 var _ runs.IndexEnder = (*RunLog)(nil)
 
@@ -560,10 +563,11 @@ var _ runs.IndexEnder = (*RunLog)(nil)
 // otherwise (Redis Cluster, where the two keys are in different slots,
 // or another index) it is idx.Put, then End.
 func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, retention time.Duration) error {
+	ctx = context.WithoutCancel(ctx) // as End
 	x, ok := idx.(*RunIndex)
 	if !ok || x.s != l.s || !l.s.oneNode {
 		_ = idx.Put(ctx, in, retention)
-		return l.End(ctx, in.ID)
+		return l.end(ctx, in.ID, nil)
 	}
 	return l.end(ctx, in.ID, x.put(in, retention))
 }
