@@ -519,7 +519,7 @@ func (cs *chatStream) end(_ context.Context, err error) {
 	if err == nil {
 		// Nothing shown yet (a silent turn): still the role chunk first, so
 		// clients see a well-formed response.
-		chunks := cs.enc.Start(run.StartAgent(), run.InvocationID())
+		chunks := cs.enc.Start(run.StartAgent(), cs.turn.invocationID())
 		err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame)
 	}
 	annotateRun(cs.c, run)
@@ -534,7 +534,7 @@ type chatAnswer struct{ chatSink }
 func (*chatAnswer) answersWhole() {}
 
 func (ca *chatAnswer) event(ev *sessions.Event) error {
-	vis, err := visibleEvent(ev, ca.turn.run.InvocationID())
+	vis, err := visibleEvent(ev, ca.turn.invocationID())
 	if err == nil && vis != nil {
 		ca.enc.Event(vis)
 	}
@@ -554,7 +554,7 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 	}
 	comp := ca.enc.Completion(run.Usage())
 	if comp.Agentgate.Author == "" {
-		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), run.InvocationID()
+		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), ca.turn.invocationID()
 	}
 	buf := completionBufs.Get().(*[]byte)
 	defer completionBufs.Put(buf)

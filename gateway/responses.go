@@ -438,7 +438,7 @@ type responsesSink struct {
 // visible notes the turn's stored events and returns what the client sees
 // of ev.
 func (rs *responsesSink) visible(ev *sessions.Event) (*sessions.Event, error) {
-	inv := rs.turn.run.InvocationID()
+	inv := rs.turn.invocationID()
 	if !ev.Partial && ev.InvocationID == inv {
 		rs.turn.lastEvent = ev.ID
 	}

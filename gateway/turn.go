@@ -438,7 +438,7 @@ func (t *turn) name() {
 	if t.named || t.run == nil {
 		return
 	}
-	if id := t.run.InvocationID(); id != "" {
+	if id := t.invocationID(); id != "" {
 		t.named = true
 		if t.run.NewInvocation() {
 			_ = t.rec.SetNewID(context.Background(), id)
@@ -450,7 +450,8 @@ func (t *turn) name() {
 
 // invocationID is the run's invocation id, "" while it is not known: read
 // from the run until it is, then kept (it does not change once set), so
-// that a streamed turn's events do not take the run's lock each.
+// that a turn's events do not take the run's lock each. Every read of the
+// turn's own id goes through it.
 func (t *turn) invocationID() string {
 	if t.invID == "" {
 		t.invID = t.run.InvocationID()
