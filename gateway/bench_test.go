@@ -304,6 +304,35 @@ func BenchmarkChatTurn(b *testing.B) {
 	}
 }
 
+// BenchmarkChatTurnCold is BenchmarkChatTurn's turn on a new session with
+// the processor's caches emptied before each turn (untimed), as they are in
+// production between two turns of a lightly loaded gateway: in the load
+// test's one-turn-at-a-time runs the load generator, the upstream and the
+// other servers run between two turns and take the caches over. What a
+// turn costs then is mostly fetching its code and data from memory, not
+// executing it; BenchmarkChatTurn, whose loop keeps everything cached,
+// does not show that part. Under cachegrind (testing/cachegrind-turn.sh)
+// the same benchmark counts, exactly and on any machine, the instructions
+// and the cache lines a turn fetches.
+func BenchmarkChatTurnCold(b *testing.B) {
+	const hello = `{"role":"user","content":"Hello, how are you?"}`
+	for _, stream := range []bool{false, true} {
+		b.Run(map[bool]string{false: "nonstream", true: "stream"}[stream]+"/session", func(b *testing.B) {
+			gw := newBenchGateway(b, nil)
+			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, stream, hello))
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				benchenv.EvictCaches()
+				b.StartTimer()
+				i++
+				postChatTurn(b, gw, body, newSession(i))
+			}
+		})
+	}
+}
+
 // newSession names a new session for each turn.
 func newSession(i int) string { return "bench-" + strconv.Itoa(i) }
 
