@@ -11,6 +11,8 @@
 package jsondec
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -452,13 +454,27 @@ func (d *Decoder) RawString() (raw []byte, plain bool) {
 	data := d.Data
 	start := d.Off + 1
 	plain = true
+	var high uint64 // the bytes passed eight at a time, or'ed: bit 7 of any set if one is not ASCII
 	ascii := true
 	for i := start; i < len(data); {
+		if i+8 <= len(data) {
+			// Eight bytes at once, up to the first that needs a look.
+			w := binary.LittleEndian.Uint64(data[i:])
+			stops := stringStops(w)
+			if stops == 0 {
+				high |= w
+				i += 8
+				continue
+			}
+			n := bits.TrailingZeros64(stops) / 8
+			high |= w & (1<<(8*n) - 1)
+			i += n
+		}
 		switch c := data[i]; {
 		case c == '"':
 			d.Off = i + 1
 			raw = data[start:i]
-			if plain && !ascii {
+			if plain && (!ascii || high&msbs != 0) {
 				plain = utf8.Valid(raw)
 			}
 			return raw, plain
@@ -482,6 +498,27 @@ func (d *Decoder) RawString() (raw []byte, plain bool) {
 	}
 	d.Fail()
 	return nil, false
+}
+
+// lsbs and msbs are the lowest and the highest bit of each of a word's
+// eight bytes.
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// stringStops marks, in the high bit of each of w's eight bytes (a
+// string's content), the bytes RawString must look at alone: quotes,
+// backslashes and control characters. Each test is the classic "has a
+// zero byte" one: (x-lsbs)&^x&msbs marks the bytes of x that are zero (x
+// is w with the byte looked for XOR'ed out), or, with x = w and 0x20
+// taken from each byte instead, the bytes of w below 0x20. A borrow can
+// mark a byte wrongly only above one marked rightly, so the lowest mark
+// is always right.
+func stringStops(w uint64) uint64 {
+	q := w ^ (lsbs * '"')
+	b := w ^ (lsbs * '\\')
+	return ((q-lsbs)&^q | (b-lsbs)&^b | (w-lsbs*' ')&^w) & msbs
 }
 
 // escapeLen returns the length of the escape sequence at the start of b

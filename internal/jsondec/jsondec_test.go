@@ -117,3 +117,49 @@ func FuzzAny(f *testing.F) {
 		}
 	})
 }
+
+// TestStringEveryOffset reads strings whose quote, escape, control
+// character or non-ASCII byte falls at every offset of the eight-byte
+// words RawString scans, and at either side of a word's end, as
+// encoding/json reads them.
+func TestStringEveryOffset(t *testing.T) {
+	for _, mid := range []string{``, `\"`, `\\`, `\n`, `\u00e9`, "\x01", "\x1f", "é", "日本", "\xff", "\xed\xa0\x80", "\x7f", " ", "~"} {
+		for pre := range 20 {
+			for post := range 10 {
+				data := []byte(`"` + strings.Repeat("a", pre) + mid + strings.Repeat("b", post) + `"`)
+				var d Decoder
+				d.Reset(data)
+				b, ok := d.String()
+				ok = ok && d.End()
+				var want string
+				err := json.Unmarshal(data, &want)
+				if ok != (err == nil) || (ok && string(b) != want) {
+					t.Fatalf("String(%q) = %q, %v; encoding/json %q, %v", data, b, ok, want, err)
+				}
+			}
+		}
+	}
+	// Unterminated, however long.
+	for n := range 20 {
+		var d Decoder
+		d.Reset([]byte(`"` + strings.Repeat("a", n)))
+		if _, ok := d.String(); ok {
+			t.Fatalf("an unterminated string of %d bytes read", n)
+		}
+	}
+}
+
+// BenchmarkSkipChunk checks one streamed chat completion chunk, most of
+// whose bytes are in strings.
+func BenchmarkSkipChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-mock","object":"chat.completion.chunk","created":1700000000,"model":"pass",` +
+		`"choices":[{"index":0,"delta":{"content":"tok12 "},"finish_reason":null}]}`)
+	for b.Loop() {
+		var d Decoder
+		d.Reset(data)
+		d.Skip()
+		if !d.End() {
+			b.Fatal("malformed")
+		}
+	}
+}
