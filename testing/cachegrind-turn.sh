@@ -30,9 +30,10 @@ for k in 1 3; do
 	# scheduler preempts goroutines with. GOMAXPROCS=1: no thread spins
 	# looking for work, and GOGC=off: no collection, whose share of the
 	# turns depends on timing; both would vary the counts from run to
-	# run. (A turn's collection cost follows the bytes it allocates, which
-	# -benchmem reports exactly.)
-	GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=yes \
+	# run (a turn's collection cost follows the bytes it allocates, which
+	# -benchmem reports exactly). memprofilerate=0: no allocation is
+	# sampled for the heap profile, at random, with a stack walk.
+	GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,memprofilerate=0 valgrind --tool=cachegrind --cache-sim=yes \
 		--I1=32768,8,64 --D1=49152,12,64 --LL=4194304,16,64 \
 		--cachegrind-out-file="$dir/cg-$k.out" "$dir/turn.test" -test.run '^$' \
 		-test.bench "$bench" -test.benchtime "$((k * n))x" >"$dir/log-$k" 2>&1 ||
