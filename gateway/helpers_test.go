@@ -194,6 +194,37 @@ func sseFrames(t *testing.T, r io.Reader) (data []string, comments []string) {
 	return data, comments
 }
 
+// silentUntil is a model that answers "late" once heard is closed: the
+// test closes it when it read a keepalive, so the stream stays silent
+// until then however late the machine sends one. Without a keepalive
+// it answers after 10 s, and the stream begins with the answer.
+func silentUntil(heard <-chan struct{}) fakeFn {
+	return func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
+		select {
+		case <-heard:
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+		yield(textFinal("late"), nil)
+	}
+}
+
+// keptAliveData reads the SSE body of a turn on silentUntil(heard): its
+// first line must be a keepalive, whereupon heard closes and the model
+// answers. It returns the data payloads that follow.
+func keptAliveData(t *testing.T, body io.Reader, heard chan<- struct{}) []string {
+	t.Helper()
+	br := bufio.NewReader(body)
+	first, err := br.ReadString('\n')
+	close(heard)
+	if err != nil || first != ": keepalive\n" {
+		t.Errorf("the silent stream began with %q (%v), want a keepalive", first, err)
+	}
+	data, _ := sseFrames(t, br)
+	return data
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -937,6 +937,12 @@ func (q *queuedStream) keptAlive() {
 	}
 }
 
+// withoutKeepalives is an SSE stream's lines without its keepalives and
+// blank lines: its frames' id and data lines.
+func withoutKeepalives(lines []string) []string {
+	return slices.DeleteFunc(lines, func(l string) bool { return l == "" || l == ": keepalive" })
+}
+
 // A queued /run_sse turn keeps its connection alive, so that a proxy's
 // idle timeout does not cut it: once it waited server.keepalive_interval
 // its stream starts (200, the SSE headers) and gets a keepalive comment
@@ -952,12 +958,7 @@ func TestMultitaskQueuedStreamKeepsAlive(t *testing.T) {
 		waiting.keptAlive()
 		cancelled.keptAlive()
 		f.mustDo(http.StatusOK, http.MethodPost, runsBase+"/"+ids[2]+"/cancel", "")
-		var frames []string
-		for _, line := range cancelled.rest() {
-			if line != "" && line != ": keepalive" {
-				frames = append(frames, line)
-			}
-		}
+		frames := withoutKeepalives(cancelled.rest())
 		if want := []string{"id: " + ids[2] + ":0", `data: {"error":"The run was cancelled."}`}; !slices.Equal(frames, want) {
 			t.Errorf("the cancelled queued stream ended with %q, want %q", frames, want)
 		}
@@ -965,9 +966,10 @@ func TestMultitaskQueuedStreamKeepsAlive(t *testing.T) {
 		result(t, first)
 		next(t, m.started, "the queued turn's call")
 		m.release <- struct{}{}
-		read := waiting.rest()
-		if i := slices.IndexFunc(read, func(l string) bool { return strings.HasPrefix(l, "id: ") }); i < 0 || read[i] != "id: "+ids[1]+":0" ||
-			!strings.Contains(read[len(read)-2], `"text":"re:x2"`) {
+		// Keepalives go on until the stream ends, after its run's last
+		// event too (while the turn is stored).
+		read := withoutKeepalives(waiting.rest())
+		if len(read) == 0 || read[0] != "id: "+ids[1]+":0" || !strings.Contains(read[len(read)-1], `"text":"re:x2"`) {
 			t.Errorf("the queued stream, once it ran: %q", read)
 		}
 		f.waitRuns("completed", "completed", "cancelled")

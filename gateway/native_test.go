@@ -744,20 +744,12 @@ func TestNativeErrorAfterStreamStarted(t *testing.T) {
 }
 
 func TestNativeKeepalive(t *testing.T) {
-	f := newNativeFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-		select {
-		case <-time.After(150 * time.Millisecond):
-		case <-ctx.Done():
-		}
-		yield(textFinal("late"), nil)
-	}, func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
+	heard := make(chan struct{})
+	f := newNativeFixture(t, silentUntil(heard), func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
 	f.createSession("fake", "s1")
 	resp := f.post("/run_sse", `{"appName":"fake","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"text":"x"}]}}`)
 	defer resp.Body.Close()
-	data, comments := sseFrames(t, resp.Body)
-	if len(comments) == 0 || comments[0] != ": keepalive" {
-		t.Errorf("comments %v", comments)
-	}
+	data := keptAliveData(t, resp.Body, heard)
 	if len(data) != 1 || !strings.Contains(data[0], `"late"`) {
 		t.Errorf("data %v", data)
 	}

@@ -513,20 +513,11 @@ func TestErrorAfterStreamStarted(t *testing.T) {
 }
 
 func TestKeepaliveDuringSilence(t *testing.T) {
-	f := newFixture(t, func(ctx context.Context, req *model.Request, stream bool, yield func(*model.Response, error) bool) {
-		select {
-		case <-time.After(120 * time.Millisecond):
-		case <-ctx.Done():
-			return
-		}
-		yield(textFinal("late"), nil)
-	}, func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
+	heard := make(chan struct{})
+	f := newFixture(t, silentUntil(heard), func(c *gateway.Config) { c.KeepaliveInterval = 20 * time.Millisecond })
 	resp := f.post("/v1/chat/completions", `{"model":"fake","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	defer resp.Body.Close()
-	data, comments := sseFrames(t, resp.Body)
-	if len(comments) == 0 || comments[0] != ": keepalive" {
-		t.Errorf("comments %v", comments)
-	}
+	data := keptAliveData(t, resp.Body, heard)
 	if !strings.Contains(strings.Join(data, "\n"), `"content":"late"`) || data[len(data)-1] != "[DONE]" {
 		t.Errorf("frames %v", data)
 	}

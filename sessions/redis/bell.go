@@ -31,9 +31,13 @@ import (
 type lineBell struct {
 	client goredis.UniversalClient
 	mu     sync.Mutex
-	ps     *goredis.PubSub // nil until a waiter needs it
 	subs   map[string]*bellSub
-	closed bool
+	// changed tells the subscriber (see subscribe) that subs changed; nil
+	// when none runs.
+	changed chan struct{}
+	// subscriber is the subscriber's goroutine, which close waits for.
+	subscriber sync.WaitGroup
+	closed     bool
 }
 
 // bellSub is one channel's subscription, shared by the Store's waiters on
@@ -52,7 +56,7 @@ type bellSub struct {
 const defaultBellPoll = time.Second
 
 // join subscribes a waiter to channel ch; nil when the Store is closed
-// (the waiter polls).
+// (the waiter polls). It returns at once: the subscriber subscribes.
 func (b *lineBell) join(ch string) *bellSub {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -66,13 +70,7 @@ func (b *lineBell) join(ch string) *bellSub {
 			b.subs = map[string]*bellSub{}
 		}
 		b.subs[ch] = sub
-		if b.ps == nil {
-			b.ps = b.client.Subscribe(context.Background(), ch)
-			go b.listen(b.ps)
-		} else {
-			// A failure shows as no confirmation: the waiter polls.
-			_ = b.ps.Subscribe(context.Background(), ch)
-		}
+		b.changedSubs()
 	}
 	sub.n++
 	return sub
@@ -90,14 +88,81 @@ func (b *lineBell) leave(ch string, sub *bellSub) {
 		return
 	}
 	delete(b.subs, ch)
+	b.changedSubs()
+}
+
+// changedSubs tells the subscriber that subs changed, and starts one if
+// none runs. b.mu is held.
+func (b *lineBell) changedSubs() {
 	switch {
-	case b.ps == nil || b.closed:
-	case len(b.subs) == 0:
-		// No waiter left: the connection goes, until the next one.
-		_ = b.ps.Close()
-		b.ps = nil
+	case b.closed:
+	case b.changed == nil:
+		b.changed = make(chan struct{}, 1)
+		b.subscriber.Add(1)
+		go b.subscribe(b.changed)
 	default:
-		_ = b.ps.Unsubscribe(context.Background(), ch)
+		b.wake()
+	}
+}
+
+// wake wakes the subscriber, if one runs. b.mu is held.
+func (b *lineBell) wake() {
+	select {
+	case b.changed <- struct{}{}:
+	default: // woken already, or none runs (changed nil)
+	}
+}
+
+// subscribe keeps a subscription to the channels of subs, on its own
+// goroutine until no waiter is left (the connection goes, until the next
+// one) or the bell is closed. Its commands may dial Redis, which can take
+// as long as the dial timeout; they run without b.mu, so that a waiter
+// never waits for them to join, look at its channel or leave: it polls
+// meanwhile, and its context can end its wait.
+func (b *lineBell) subscribe(changed <-chan struct{}) {
+	defer b.subscriber.Done()
+	ps := b.client.Subscribe(context.Background()) // no channel: no dial yet
+	listening := false
+	asked := map[string]*bellSub{} // the channels subscribed, for which sub
+	for {
+		var add, drop []string
+		b.mu.Lock()
+		if b.closed || len(b.subs) == 0 {
+			b.changed = nil
+			b.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
+		for ch, sub := range b.subs {
+			// A channel left and joined again since its subscription is
+			// asked again: its new waiters need a confirmation.
+			if asked[ch] != sub {
+				add = append(add, ch)
+				asked[ch] = sub
+			}
+		}
+		for ch := range asked {
+			if b.subs[ch] == nil {
+				drop = append(drop, ch)
+				delete(asked, ch)
+			}
+		}
+		b.mu.Unlock()
+		if len(add) == 0 && len(drop) == 0 {
+			<-changed
+			continue
+		}
+		// A failure shows as no confirmation: the waiters poll.
+		if len(add) > 0 {
+			_ = ps.Subscribe(context.Background(), add...)
+			if !listening {
+				listening = true
+				go b.listen(ps)
+			}
+		}
+		if len(drop) > 0 {
+			_ = ps.Unsubscribe(context.Background(), drop...)
+		}
 	}
 }
 
@@ -150,12 +215,11 @@ func (b *lineBell) listen(ps *goredis.PubSub) {
 	}
 }
 
-// close ends the subscription.
+// close ends the subscription, once a command under way is done.
 func (b *lineBell) close() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
-	if b.ps != nil {
-		_ = b.ps.Close()
-	}
+	b.wake()
+	b.mu.Unlock()
+	b.subscriber.Wait()
 }

@@ -155,7 +155,10 @@ type renewal struct {
 
 // tick runs one renewal, extend, on the timer's goroutine unless stopped,
 // and sets the timer for the next one unless extend reports that what it
-// renews is lost.
+// renews is lost. The next one is due every after this one began: a slow
+// renewal does not put it off, and one that failed when its time (every)
+// ran out is retried at once, while what it renews (for 3×every) still
+// has a third of its time left.
 func (r *renewal) tick(every time.Duration, extend func(context.Context) bool) {
 	r.mu.Lock()
 	if r.stopped {
@@ -165,6 +168,7 @@ func (r *renewal) tick(every time.Duration, extend func(context.Context) bool) {
 	r.renewing.Add(1)
 	r.mu.Unlock()
 	defer r.renewing.Done()
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), every)
 	again := extend(ctx)
 	cancel()
@@ -173,7 +177,7 @@ func (r *renewal) tick(every time.Duration, extend func(context.Context) bool) {
 	}
 	r.mu.Lock()
 	if !r.stopped {
-		r.timer.Reset(every)
+		r.timer.Reset(every - time.Since(began))
 	}
 	r.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,10 +25,12 @@ func heldByReplica(t *testing.T, lockTTL time.Duration) (cfg Config, holder, oth
 }
 
 func TestLeaseRenewedWhileHeld(t *testing.T) {
-	// A lease of a second renewed every third of it: a shorter one can lapse
-	// when a loaded machine runs the renewal timer late.
-	cfg, _, b, release := heldByReplica(t, time.Second)
-	time.Sleep(3 * cfg.LockTTL) // several lease periods: only renewal keeps it
+	// A lease of two seconds renewed every third of it: it lapses only if
+	// a loaded machine runs a renewal more than 1.3 s late, or two
+	// renewals in a row time out (one of a second lapsed, rarely, under
+	// CI's load).
+	cfg, _, b, release := heldByReplica(t, 2*time.Second)
+	time.Sleep(2 * cfg.LockTTL) // two lease periods: only renewal keeps it
 	if _, err := b.Acquire(t.Context(), "app", "u", "s1", 0); !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("another replica's Acquire while the lease is renewed: err = %v, want ErrConflict", err)
 	}
@@ -37,6 +40,34 @@ func TestLeaseRenewedWhileHeld(t *testing.T) {
 		t.Fatalf("Acquire after release: %v", err)
 	}
 	second.Release()
+}
+
+// A renewal that runs out of time is retried at once, a period after the
+// one before began, not a whole period later: the lease, of three
+// periods, would have lapsed by then.
+func TestRenewalRetriedAtOnceAfterTimeout(t *testing.T) {
+	const every = time.Second
+	began := make(chan time.Time, 2)
+	var calls atomic.Int32
+	extend := func(ctx context.Context) bool {
+		select {
+		case began <- time.Now():
+		default:
+		}
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // Redis does not answer in time
+		}
+		return true
+	}
+	var r renewal
+	r.mu.Lock()
+	r.timer = time.AfterFunc(0, func() { r.tick(every, extend) })
+	r.mu.Unlock()
+	defer r.stop()
+	first, second := <-began, <-began
+	if gap := second.Sub(first); gap >= 2*every {
+		t.Errorf("a renewal that timed out was retried %s after it began, want less than %s", gap, 2*every)
+	}
 }
 
 func TestLeaseExpiresWhenHolderDies(t *testing.T) {
