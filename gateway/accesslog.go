@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func (l *accessLine) append(b []byte, attrs []slog.Attr) ([]byte, bool) {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(l.status), 10)
 	b = append(b, `,"duration_ms":`...)
-	b = jsonenc.AppendFloat(b, l.ms)
+	b = appendMillis(b, l.ms)
 	for _, a := range attrs {
 		if a.Key == "" || !slogSafe(a.Key) {
 			return b, false
@@ -102,6 +103,30 @@ func (l *accessLine) append(b []byte, attrs []slog.Attr) ([]byte, bool) {
 		}
 	}
 	return append(b, "}\n"...), true
+}
+
+// appendMillis appends ms as jsonenc.AppendFloat does. A whole number of
+// microseconds in milliseconds, as logRequest measures a request, is
+// written from its integer: the decimal of us/1000 is the shortest that
+// reads back as float64(us)/1000 while us has at most 15 digits (no other
+// decimal of so few digits reads back as the same float64), and
+// formatting it skips the float formatting code.
+func appendMillis(b []byte, ms float64) []byte {
+	us := math.Round(ms * 1000)
+	if us < 0 || us >= 1e15 || us/1000 != ms {
+		return jsonenc.AppendFloat(b, ms)
+	}
+	n := int64(us)
+	b = strconv.AppendInt(b, n/1000, 10)
+	frac := n % 1000
+	if frac == 0 {
+		return b
+	}
+	b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	for b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // slogSafe reports whether jsonenc writes s as slog's JSONHandler does:

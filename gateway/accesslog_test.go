@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentgate/agentgate/agentcore"
+	"github.com/agentgate/agentgate/internal/jsonenc"
 )
 
 // slogAccessLine is the access line as slog writes it: the record through
@@ -138,3 +139,26 @@ func BenchmarkAccessLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestAppendMillis holds the access line's integer formatting of a
+// duration in whole microseconds to the float formatting it stands for,
+// and checks that other values are still formatted as floats.
+func TestAppendMillis(t *testing.T) {
+	check := func(ms float64) {
+		t.Helper()
+		if got, want := appendMillis(nil, ms), jsonenc.AppendFloat(nil, ms); !bytes.Equal(got, want) {
+			t.Fatalf("appendMillis(%v) = %s, want %s", ms, got, want)
+		}
+	}
+	for us := range int64(2e6) {
+		check(float64(us) / 1000)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		check(float64(rng.Int64N(1e15)) / 1000)
+		check(float64(rng.Int64N(1e16)) / 1000) // beyond the integer path too
+	}
+	for _, ms := range []float64{1e-7, 0.0005, 1.0001, 3e21, 1e12 - 0.001, 1e12, -0.001, -1, 123.4567} {
+		check(ms)
+	}
+}

@@ -520,7 +520,12 @@ func (cs *chatStream) end(_ context.Context, err error) {
 		// Nothing shown yet (a silent turn): still the role chunk first, so
 		// clients see a well-formed response.
 		chunks := cs.enc.Start(run.StartAgent(), cs.turn.invocationID())
-		err = cs.write(append(chunks, cs.enc.Finish(run.Usage())...), openaiwire.DoneFrame)
+		if chunks == nil {
+			chunks = cs.enc.Finish(run.Usage()) // the role went with the first delta
+		} else {
+			chunks = append(chunks, cs.enc.Finish(run.Usage())...)
+		}
+		err = cs.write(chunks, openaiwire.DoneFrame)
 	}
 	annotateRun(cs.c, run)
 	if err != nil {

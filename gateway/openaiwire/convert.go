@@ -46,6 +46,9 @@ func ToContents(msgs []ChatMessage) (system string, contents []*genai.Content, e
 // toContents is ToContents for msgs that begin at index first of the
 // request's messages, which is how errors count them.
 func toContents(msgs []ChatMessage, first int) (system string, contents []*genai.Content, err error) {
+	if len(msgs) == 0 {
+		return "", nil, nil // no history: a new conversation's first turn
+	}
 	var systems []string
 	callNames := map[string]string{}
 	var toolTurn *genai.Content // the content consecutive tool messages join

@@ -94,7 +94,10 @@ type Encoder struct {
 	// its own.
 	texts   []string
 	choices []ChunkChoice
-	finish  FinishReason // what Finish's chunk points to
+	// finish and ending are what the chunk that ends the response
+	// points to (see end).
+	finish FinishReason
+	ending [1]ChunkChoice
 	// first holds events, texts and choices until an event needs more
 	// than one of each (a turn's text is one chunk an event): the arrays
 	// the first Event would allocate, made with the encoder.
@@ -324,9 +327,7 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 	if e.finished {
 		return nil
 	}
-	e.finish = e.FinishReason()
-	out := []ChatCompletionChunk{e.chunk(Delta{}, &e.finish, e.ext)}
-	e.finished = true
+	out := []ChatCompletionChunk{e.end()}
 	if e.cfg.IncludeUsage {
 		u := UsageFrom(usage)
 		c := e.base(e.ext)
@@ -336,6 +337,14 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 		out = append(out, c)
 	}
 	return out
+}
+
+// end ends the response: the chunk with its finish reason (made once:
+// its choice is in e.ending).
+func (e *Encoder) end() ChatCompletionChunk {
+	e.finish = e.FinishReason()
+	e.finished = true
+	return e.chunkIn(Delta{}, &e.finish, e.ext, e.ending[:])
 }
 
 // FinishReason is the finish reason Finish sends, given the events so far.
@@ -363,7 +372,11 @@ func (e *Encoder) ToolCalls() []EmittedToolCall {
 // usage from the given record (always present, whatever IncludeUsage says).
 // It is not for an encoder configured with Streamed.
 func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
-	e.Finish(usage)
+	if !e.finished {
+		// Finish's chunk, folded in without the chunks Finish returns
+		// (its usage chunk would add nothing the usage below does not).
+		e.end()
+	}
 	c := e.acc.Completion()
 	c.Usage = UsageFrom(usage)
 	return c

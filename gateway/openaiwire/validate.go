@@ -93,6 +93,9 @@ func joinNonEmpty(texts ...string) string {
 
 func (r *ChatCompletionRequest) validateSampling() error {
 	s := r.sampling()
+	if s.empty() {
+		return nil // most requests: nothing to check
+	}
 	for _, c := range []struct {
 		param string
 		v     *int64
@@ -108,6 +111,10 @@ func (r *ChatCompletionRequest) validateSampling() error {
 // validateOptions refuses log probabilities and checks the reasoning,
 // verbosity and service tier values.
 func (r *ChatCompletionRequest) validateOptions() error {
+	if r.Logprobs == nil && r.TopLogprobs == nil && r.Reasoning == nil && r.ReasoningEffort == "" &&
+		r.Verbosity == "" && r.ServiceTier == "" {
+		return nil // most requests: nothing to check
+	}
 	if r.Logprobs != nil && *r.Logprobs {
 		return logprobsRefused("logprobs")
 	}
@@ -135,6 +142,9 @@ func (r *ChatCompletionRequest) validateOptions() error {
 }
 
 func (r *ChatCompletionRequest) validateTools() error {
+	if len(r.Tools) == 0 && r.ToolChoice == nil {
+		return nil // nothing to check
+	}
 	seen := map[string]bool{}
 	for i, t := range r.Tools {
 		param := fmt.Sprintf("tools[%d]", i)
