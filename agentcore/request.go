@@ -173,14 +173,15 @@ func (a *LlmAgent) roster(inv *Invocation, tools *turnTools) string {
 	return b.String()
 }
 
-func joinNonEmpty(sep string, parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
+// joinNonEmpty joins a and b with sep, or is the one that is not empty.
+func joinNonEmpty(sep, a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
 	}
-	return strings.Join(keep, sep)
+	return a + sep + b
 }
 
 // contents builds the history the model sees. Events of other agents are
