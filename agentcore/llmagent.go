@@ -243,6 +243,9 @@ func (a *LlmAgent) resume(ctx context.Context, inv *Invocation, yield func(*sess
 		yield(nil, err)
 		return nil, false, false
 	}
+	if !a.madeCalls(inv) {
+		return tools, false, true // no call to run again or to wait for
+	}
 	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {
 		return nil, next, false
 	}
@@ -399,6 +402,18 @@ func (a *LlmAgent) stampOutput(ev *sessions.Event) {
 		ev.Actions.StateDelta = map[string]any{}
 	}
 	ev.Actions.StateDelta[a.cfg.OutputKey] = v
+}
+
+// madeCalls reports whether the agent made a function call in the
+// invocation: only then can it have confirmed calls to run again (see
+// answeredConfirmations) or calls still waiting (see pendingCalls).
+func (a *LlmAgent) madeCalls(inv *Invocation) bool {
+	for _, ev := range inv.Events() {
+		if ev.InvocationID == inv.id && ev.Author == a.cfg.Name && hasFunctionCall(ev.Content) {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingCalls finds this agent's latest model event with function calls
