@@ -458,9 +458,16 @@ type turnTools struct {
 	unavailable []string
 }
 
+// noTools are the tools of a call that offers none (shared: never
+// modified).
+var noTools = &turnTools{}
+
 // tools gathers the agent's tools, its toolsets' current tools, client
 // tools and the transfer tool.
 func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, error) {
+	if len(a.cfg.Tools) == 0 && len(a.cfg.Toolsets) == 0 && len(inv.sh.clientTools) == 0 && !a.canTransfer(inv.sh.index) {
+		return noTools, nil
+	}
 	tt := &turnTools{}
 	add := func(t Tool) {
 		if _, dup := tt.byName[t.Name()]; dup {
