@@ -243,6 +243,9 @@ func (a *LlmAgent) resume(ctx context.Context, inv *Invocation, yield func(*sess
 		yield(nil, err)
 		return nil, false, false
 	}
+	if !a.madeCalls(inv) {
+		return tools, false, true // no call to run again or to wait for
+	}
 	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {
 		return nil, next, false
 	}
@@ -401,6 +404,18 @@ func (a *LlmAgent) stampOutput(ev *sessions.Event) {
 	ev.Actions.StateDelta[a.cfg.OutputKey] = v
 }
 
+// madeCalls reports whether the agent made a function call in the
+// invocation: only then can it have confirmed calls to run again (see
+// answeredConfirmations) or calls still waiting (see pendingCalls).
+func (a *LlmAgent) madeCalls(inv *Invocation) bool {
+	for _, ev := range inv.Events() {
+		if ev.InvocationID == inv.id && ev.Author == a.cfg.Name && hasFunctionCall(ev.Content) {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingCalls finds this agent's latest model event with function calls
 // that still lack responses (a paused turn; see OpenCallsIn).
 func (a *LlmAgent) pendingCalls(inv *Invocation) (*sessions.Event, []*genai.FunctionCall) {
@@ -443,9 +458,16 @@ type turnTools struct {
 	unavailable []string
 }
 
+// noTools are the tools of a call that offers none (shared: never
+// modified).
+var noTools = &turnTools{}
+
 // tools gathers the agent's tools, its toolsets' current tools, client
 // tools and the transfer tool.
 func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, error) {
+	if len(a.cfg.Tools) == 0 && len(a.cfg.Toolsets) == 0 && len(inv.sh.clientTools) == 0 && !a.canTransfer(inv.sh.index) {
+		return noTools, nil
+	}
 	tt := &turnTools{}
 	add := func(t Tool) {
 		if _, dup := tt.byName[t.Name()]; dup {

@@ -164,6 +164,17 @@ func validateParamSpecs(agent string, specs []ParamSpec) error {
 	return nil
 }
 
+// mayDeclareParams reports whether a may declare parameters: an LLM agent
+// that declares some, or an agent of another kind that declares its own
+// (asked each turn).
+func mayDeclareParams(a Agent) bool {
+	if l, ok := a.(*LlmAgent); ok {
+		return len(l.cfg.Parameters) > 0
+	}
+	_, ok := a.(ParamDeclarer)
+	return ok
+}
+
 func declaredParams(a Agent) ([]ParamSpec, bool) {
 	d, ok := a.(ParamDeclarer)
 	if !ok {
@@ -340,6 +351,9 @@ func (ps *paramState) init(conv, rootValues *Params, index *treeIndex, secrets *
 
 // forAgent resolves a's values (memoised for the turn).
 func (ps *paramState) forAgent(a Agent) *agentParams {
+	if ps.rootValues == nil && !ps.index.params {
+		return noParams // no agent of the tree declares any, none handed down
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.resolveLocked(a)

@@ -504,3 +504,26 @@ func TestParameterDeclarationsAreValidated(t *testing.T) {
 		t.Errorf("TreeParams (-want +got):\n%s", d)
 	}
 }
+
+// declaringAgent is an agent of its own kind that declares parameters
+// (ParamDeclarer) beside the LLM agent it runs.
+type declaringAgent struct {
+	*agentcore.LlmAgent
+	specs []agentcore.ParamSpec
+}
+
+func (d *declaringAgent) Parameters() []agentcore.ParamSpec { return d.specs }
+
+// TestDeclaringAgentOfItsOwnKind: parameters declared by an agent that is
+// not an LLM agent are resolved like an LLM agent's (a tree without LLM
+// agents that declare any still reads them).
+func TestDeclaringAgentOfItsOwnKind(t *testing.T) {
+	llm := mustLlm(t, agentcore.LlmConfig{Name: "root", Model: replies(textResp("hi"))})
+	root := &declaringAgent{LlmAgent: llm, specs: []agentcore.ParamSpec{{Name: "userId", ForbidModelGeneration: true}}}
+	h := newHarness(t, root)
+	_, err := h.run("s", userText("hi"), agentcore.RunConfig{})
+	var pe *agentcore.ParamError
+	if !errors.As(err, &pe) || pe.Code != agentcore.CodeMissingParameter || pe.Agent != "root" {
+		t.Fatalf("err = %v, want a MISSING_PARAMETER ParamError", err)
+	}
+}

@@ -173,14 +173,15 @@ func (a *LlmAgent) roster(inv *Invocation, tools *turnTools) string {
 	return b.String()
 }
 
-func joinNonEmpty(sep string, parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
+// joinNonEmpty joins a and b with sep, or is the one that is not empty.
+func joinNonEmpty(sep, a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
 	}
-	return strings.Join(keep, sep)
+	return a + sep + b
 }
 
 // contents builds the history the model sees. Events of other agents are
@@ -219,20 +220,25 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	}
 
 	own := func(ev *sessions.Event) bool { return ev.Author == a.cfg.Name || ev.Author == "user" }
-	ownCalls := map[string]bool{}
-	latest := map[string]*genai.FunctionResponse{}
-	for _, ev := range evs {
-		if !own(ev) {
-			continue
-		}
-		for _, c := range ev.FunctionCalls() {
-			if ev.Author == a.cfg.Name {
-				ownCalls[c.ID] = true
+	// The calls this agent made and the latest response to each, read at
+	// the first call or response met (a history of text reads none).
+	var ownCalls map[string]bool
+	var latest map[string]*genai.FunctionResponse
+	readCalls := func() {
+		ownCalls, latest = map[string]bool{}, map[string]*genai.FunctionResponse{}
+		for _, ev := range evs {
+			if !own(ev) {
+				continue
 			}
-		}
-		for _, r := range ev.FunctionResponses() {
-			if ownCalls[r.ID] {
-				latest[r.ID] = r
+			for _, c := range ev.FunctionCalls() {
+				if ev.Author == a.cfg.Name {
+					ownCalls[c.ID] = true
+				}
+			}
+			for _, r := range ev.FunctionResponses() {
+				if ownCalls[r.ID] {
+					latest[r.ID] = r
+				}
 			}
 		}
 	}
@@ -248,6 +254,9 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 			continue
 		}
 		calls, resps := ev.FunctionCalls(), ev.FunctionResponses()
+		if ownCalls == nil && len(calls)+len(resps) > 0 {
+			readCalls()
+		}
 		switch {
 		case len(calls) > 0 && ev.Author == a.cfg.Name:
 			c := &genai.Content{Role: genai.RoleModel}

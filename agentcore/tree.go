@@ -12,6 +12,9 @@ type treeIndex struct {
 	byName map[string]Agent
 	parent map[string]Agent
 	order  []string // depth-first, root first
+	// params: an agent of the tree may declare parameters (see
+	// mayDeclareParams); without, no agent of a turn has any of its own.
+	params bool
 }
 
 var agentNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -96,6 +99,7 @@ func (ix *treeIndex) add(n TreeNode, errs *[]error) bool {
 	}
 	ix.byName[name] = a
 	ix.order = append(ix.order, name)
+	ix.params = ix.params || mayDeclareParams(a)
 	if p := n.Parent(); p != nil {
 		ix.parent[name] = p
 	}
