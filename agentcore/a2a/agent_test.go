@@ -335,8 +335,10 @@ func TestTimeoutAndCancelCancelTheRemoteTask(t *testing.T) {
 			return task("t", "working", "")
 		})
 	}
+	// The timeout leaves time for the task to be created first, on a
+	// loaded machine too: there is no task to cancel before.
 	f := newSlow()
-	h := newHarness(t, a2a.Endpoint{URL: f.srv.URL, Timeout: 50 * time.Millisecond, PollInterval: time.Millisecond}, nil, nil)
+	h := newHarness(t, a2a.Endpoint{URL: f.srv.URL, Timeout: time.Second, PollInterval: 10 * time.Millisecond}, nil, nil)
 	evs := h.mustRun(text("go"), false)
 	if last := evs[len(evs)-1]; last.ErrorCode != a2a.CodeTimeout {
 		t.Errorf("got %s %q, want %s", last.ErrorCode, last.ErrorMessage, a2a.CodeTimeout)
