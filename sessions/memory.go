@@ -549,10 +549,12 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 }
 
 // window builds the caller's copy of a stored session with the events
-// w selects.
+// w selects (none, for a new session: view's empty slice).
 func (s *MemoryService) window(k memKey, ms *memSession, w Window) *Session {
 	out := s.view(k, ms)
-	out.Events = ms.read(w.Start(len(ms.events), ms.compaction))
+	if from := w.Start(len(ms.events), ms.compaction); from < len(ms.events) {
+		out.Events = ms.read(from)
+	}
 	return out
 }
 

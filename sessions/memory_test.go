@@ -44,3 +44,29 @@ func TestMemoryServiceQueueConformance(t *testing.T) {
 		return sessions.NewMemoryService(sessions.MemoryConfig{MaxSessions: 64})
 	})
 }
+
+// A new session's read gives an empty, non-nil Events (its JSON is []);
+// once it has events, a read gives them.
+func TestMemoryReadNoEvents(t *testing.T) {
+	ctx := t.Context()
+	svc := sessions.NewMemoryService(sessions.MemoryConfig{})
+	req := sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}
+	sess, err := svc.GetOrCreate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Events == nil || len(sess.Events) != 0 {
+		t.Fatalf("new session's events: %#v, want an empty slice", sess.Events)
+	}
+	ev := &sessions.Event{ID: "e1", Author: "user"}
+	if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(ctx, sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != 1 || got.Events[0].ID != "e1" {
+		t.Fatalf("events after an append: %v", got.Events)
+	}
+}

@@ -47,3 +47,17 @@ func (c *memo[K, V]) get(k K) V {
 	c.m.Store(&next)
 	return v
 }
+
+// handle returns the value m holds for k, kept in p once made: what one
+// kind of observation of a configured agent or store operation needs,
+// read with one atomic load, without hashing k. Like the memo's, the
+// value is made on first use, so that a series appears only once
+// observed.
+func handle[K comparable, V any](p *atomic.Pointer[V], m *memo[K, V], k K) V {
+	if v := p.Load(); v != nil {
+		return *v
+	}
+	v := m.get(k)
+	p.Store(&v)
+	return v
+}

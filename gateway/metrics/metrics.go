@@ -76,6 +76,9 @@ type Metrics struct {
 	calls       *memo[callKey, callMetrics]
 	tokenCounts *memo[tokenKey, prometheus.Counter]
 	ops         *memo[opKey, opMetrics]
+	// okOps are the store operations that succeeded, by operation
+	// (see handle).
+	okOps [numStoreOps]atomic.Pointer[opMetrics]
 }
 
 type requestKey struct{ method, route, class string }
@@ -111,7 +114,20 @@ type names struct {
 type agentInfo struct {
 	provider, model string
 	tools           map[string]bool
+	// calls is what ModelCall observes of the agent (nil for Other).
+	calls *agentCalls
 }
+
+// agentCalls are the handles (see handle) of one configured agent's
+// model calls that succeeded, and of its tokens by kind (tokenKinds).
+type agentCalls struct {
+	ok     atomic.Pointer[callMetrics]
+	tokens [len(tokenKinds)]atomic.Pointer[prometheus.Counter]
+}
+
+// tokenKinds are the kinds of tokens counted, the label values of
+// tokens_total.
+var tokenKinds = [...]string{"prompt", "completion", "reasoning", "cached"}
 
 var _ agentcore.Observer = (*Metrics)(nil)
 
@@ -217,7 +233,7 @@ func (m *Metrics) SetSpec(set spec.Set) {
 		n.models[vm.ID] = true
 	}
 	for _, a := range set.Agents {
-		info := agentInfo{provider: Other, model: Other, tools: map[string]bool{}}
+		info := agentInfo{provider: Other, model: Other, tools: map[string]bool{}, calls: new(agentCalls)}
 		if p, id, ok := strings.Cut(a.Model, "/"); ok {
 			info.provider, info.model = p, id
 		}
@@ -292,19 +308,27 @@ func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.Gener
 		info = agentInfo{provider: Other, model: Other}
 		agent = Other
 	}
-	c := m.calls.get(callKey{info.provider, info.model, modelOutcome(err)})
+	var c callMetrics
+	if err == nil && info.calls != nil {
+		c = handle(&info.calls.ok, m.calls, callKey{info.provider, info.model, "ok"})
+	} else {
+		c = m.calls.get(callKey{info.provider, info.model, modelOutcome(err)})
+	}
 	c.count.Inc()
 	c.duration.Observe(d.Seconds())
 	if usage == nil {
 		return
 	}
-	for _, k := range [...]struct {
-		kind string
-		n    int32
-	}{{"prompt", usage.PromptTokenCount}, {"completion", usage.CandidatesTokenCount},
-		{"reasoning", usage.ThoughtsTokenCount}, {"cached", usage.CachedContentTokenCount}} {
-		if k.n > 0 {
-			m.tokenCounts.get(tokenKey{info.provider, info.model, agent, k.kind}).Add(float64(k.n))
+	for i, n := range [len(tokenKinds)]int32{usage.PromptTokenCount, usage.CandidatesTokenCount, usage.ThoughtsTokenCount,
+		usage.CachedContentTokenCount} {
+		if n <= 0 {
+			continue
+		}
+		k := tokenKey{info.provider, info.model, agent, tokenKinds[i]}
+		if info.calls != nil {
+			handle(&info.calls.tokens[i], m.tokenCounts, k).Add(float64(n))
+		} else {
+			m.tokenCounts.get(k).Add(float64(n))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/agentgate/agentgate/agentcore/model"
 	"github.com/agentgate/agentgate/agentcore/spec"
 	"github.com/agentgate/agentgate/gateway/metrics"
@@ -111,4 +113,68 @@ func TestRunLogFailures(t *testing.T) {
 		}
 	}
 	t.Error("no agentgate_run_log_failures_total")
+}
+
+// value is the counter of family with exactly labels' values among its
+// labels (0 when there is none).
+func value(t *testing.T, m *metrics.Metrics, family string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+	next:
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			return mt.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// A configured agent's successful calls and tokens, kept as handles, count
+// into the same series as those counted otherwise, across a reload; an
+// agent outside the configuration, and a failed call, count as before.
+func TestModelCallCounts(t *testing.T) {
+	set := spec.Set{Agents: []spec.Agent{{Name: "desk", Model: "oa/gpt"}}}
+	m, err := metrics.New(metrics.Config{Spec: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 2}
+	for range 2 {
+		m.ModelCall("desk", "gpt", time.Millisecond, usage, nil)
+		m.ModelCall("intruder", "x", time.Millisecond, usage, nil)
+	}
+	m.SetSpec(set)
+	m.ModelCall("desk", "gpt", time.Millisecond, usage, nil)
+	m.ModelCall("desk", "gpt", time.Millisecond, nil, errors.New("boom"))
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"agentgate_model_calls_total", map[string]string{"provider": "oa", "model": "gpt", "outcome": "ok"}, 3},
+		{"agentgate_model_calls_total", map[string]string{"provider": "oa", "model": "gpt", "outcome": "error"}, 1},
+		{"agentgate_model_calls_total", map[string]string{"provider": "other", "model": "other", "outcome": "ok"}, 2},
+		{"agentgate_tokens_total", map[string]string{"agent": "desk", "kind": "prompt"}, 9},
+		{"agentgate_tokens_total", map[string]string{"agent": "desk", "kind": "completion"}, 6},
+		{"agentgate_tokens_total", map[string]string{"agent": "other", "kind": "prompt"}, 6},
+		{"agentgate_tokens_total", map[string]string{"agent": "other", "kind": "completion"}, 4},
+	} {
+		if got := value(t, m, c.family, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+	if has(series(t, m, "agentgate_tokens_total"), map[string]string{"kind": "reasoning"}) {
+		t.Error("a kind of token never reported has a series")
+	}
 }

@@ -50,35 +50,35 @@ var (
 func (s *instrumentedStore) Create(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
 	start := time.Now()
 	sess, err := s.svc.Create(ctx, req)
-	s.m.storeOp("create", start, err)
+	s.m.storeOp(opCreate, start, err)
 	return sess, err
 }
 
 func (s *instrumentedStore) Get(ctx context.Context, req sessions.GetRequest) (*sessions.Session, error) {
 	start := time.Now()
 	sess, err := s.svc.Get(ctx, req)
-	s.m.storeOp("get", start, err)
+	s.m.storeOp(opGet, start, err)
 	return sess, err
 }
 
 func (s *instrumentedStore) GetOrCreate(ctx context.Context, req sessions.CreateRequest) (*sessions.Session, error) {
 	start := time.Now()
 	sess, err := sessions.GetOrCreate(ctx, s.svc, req)
-	s.m.storeOp("get_or_create", start, err)
+	s.m.storeOp(opGetOrCreate, start, err)
 	return sess, err
 }
 
 func (s *instrumentedStore) List(ctx context.Context, req sessions.ListRequest) (*sessions.ListResponse, error) {
 	start := time.Now()
 	resp, err := s.svc.List(ctx, req)
-	s.m.storeOp("list", start, err)
+	s.m.storeOp(opList, start, err)
 	return resp, err
 }
 
 func (s *instrumentedStore) Delete(ctx context.Context, req sessions.DeleteRequest) error {
 	start := time.Now()
 	err := s.svc.Delete(ctx, req)
-	s.m.storeOp("delete", start, err)
+	s.m.storeOp(opDelete, start, err)
 	return err
 }
 
@@ -88,7 +88,7 @@ func (s *instrumentedStore) AppendEvent(ctx context.Context, sess *sessions.Sess
 	}
 	start := time.Now()
 	err := s.svc.AppendEvent(ctx, sess, ev)
-	s.m.storeOp("append_event", start, err)
+	s.m.storeOp(opAppendEvent, start, err)
 	return err
 }
 
@@ -125,7 +125,7 @@ func (s *instrumentedBatchStore) appendEvents(evs []*sessions.Event, write func(
 	}
 	start := time.Now()
 	err := write()
-	s.m.storeOp("append_event", start, err)
+	s.m.storeOp(opAppendEvent, start, err)
 	return err
 }
 
@@ -189,21 +189,21 @@ var _ sessions.Refs = (*instrumentedRefs)(nil)
 func (r *instrumentedRefs) PutRefs(ctx context.Context, app, user string, refs map[string]sessions.Ref, ttl time.Duration) error {
 	start := time.Now()
 	err := r.r.PutRefs(ctx, app, user, refs, ttl)
-	r.m.storeOp("put_refs", start, err)
+	r.m.storeOp(opPutRefs, start, err)
 	return err
 }
 
 func (r *instrumentedRefs) GetRef(ctx context.Context, app, user, key string) (sessions.Ref, error) {
 	start := time.Now()
 	ref, err := r.r.GetRef(ctx, app, user, key)
-	r.m.storeOp("get_ref", start, err)
+	r.m.storeOp(opGetRef, start, err)
 	return ref, err
 }
 
 func (r *instrumentedRefs) DeleteRefs(ctx context.Context, app, user string, keys ...string) error {
 	start := time.Now()
 	err := r.r.DeleteRefs(ctx, app, user, keys...)
-	r.m.storeOp("delete_refs", start, err)
+	r.m.storeOp(opDeleteRefs, start, err)
 	return err
 }
 
@@ -215,7 +215,7 @@ func (s *instrumentedStore) Ping(ctx context.Context) error {
 	}
 	start := time.Now()
 	err := p.Ping(ctx)
-	s.m.storeOp("ping", start, err)
+	s.m.storeOp(opPing, start, err)
 	return err
 }
 
@@ -230,7 +230,7 @@ type instrumentedLocker struct {
 func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID string, wait time.Duration) (sessions.Lease, error) {
 	start := time.Now()
 	lease, err := l.l.Acquire(ctx, app, user, sessionID, wait)
-	l.m.storeOp("lock", start, err)
+	l.m.storeOp(opLock, start, err)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ type instrumentedLease struct {
 func (l *instrumentedLease) Renew(ctx context.Context) error {
 	start := time.Now()
 	err := l.Lease.Renew(ctx)
-	l.m.storeOp("renew", start, err)
+	l.m.storeOp(opRenew, start, err)
 	return err
 }
 
@@ -256,7 +256,7 @@ func (l *instrumentedLease) Release() {
 	l.once.Do(func() {
 		start := time.Now()
 		l.Lease.Release()
-		l.m.storeOp("unlock", start, nil)
+		l.m.storeOp(opUnlock, start, nil)
 	})
 }
 
@@ -264,8 +264,37 @@ func (l *instrumentedLease) Release() {
 // (sessions.ReleasingAppender).
 func (l *instrumentedLease) Unwrap() sessions.Lease { return l.Lease }
 
-func (m *Metrics) storeOp(op string, start time.Time, err error) {
-	o := m.ops.get(opKey{op, storeOutcome(err)})
+// storeOp is a session-store operation, as counted.
+type storeOp int
+
+// The operations counted, each with its label value in storeOpNames.
+const (
+	opCreate storeOp = iota
+	opGet
+	opGetOrCreate
+	opList
+	opDelete
+	opAppendEvent
+	opPutRefs
+	opGetRef
+	opDeleteRefs
+	opPing
+	opLock
+	opRenew
+	opUnlock
+	numStoreOps
+)
+
+var storeOpNames = [numStoreOps]string{"create", "get", "get_or_create", "list", "delete", "append_event", "put_refs", "get_ref",
+	"delete_refs", "ping", "lock", "renew", "unlock"}
+
+func (m *Metrics) storeOp(op storeOp, start time.Time, err error) {
+	var o opMetrics
+	if err == nil {
+		o = handle(&m.okOps[op], m.ops, opKey{storeOpNames[op], "ok"})
+	} else {
+		o = m.ops.get(opKey{storeOpNames[op], storeOutcome(err)})
+	}
 	o.count.Inc()
 	o.duration.Observe(time.Since(start).Seconds())
 }
@@ -310,13 +339,13 @@ func (l *instrumentedLockGetter) AcquireGet(ctx context.Context, req sessions.Ge
 	if errors.Is(err, sessions.ErrNotFound) {
 		outcome = nil // the lease is held; a missing session is an answer
 	}
-	l.m.storeOp("lock", start, outcome)
+	l.m.storeOp(opLock, start, outcome)
 	return sess, release, err
 }
 
 func (l *instrumentedLockGetter) AcquireGetOrCreate(ctx context.Context, req sessions.CreateRequest, wait time.Duration) (*sessions.Session, sessions.Lease, error) {
 	start := time.Now()
 	sess, release, err := l.lg.AcquireGetOrCreate(ctx, req, wait)
-	l.m.storeOp("lock", start, err)
+	l.m.storeOp(opLock, start, err)
 	return sess, release, err
 }
