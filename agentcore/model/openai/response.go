@@ -128,7 +128,7 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("the completion has no choices")
 	}
-	ch := c.Choices[0]
+	ch := &c.Choices[0]
 	// The parts as the stream's aggregator would leave them: reasoning,
 	// text (neither empty), then the calls.
 	var content *modelContent
@@ -138,11 +138,15 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
 		content = content.text(t, false)
 	}
-	var calls toolCalls
-	for _, tc := range ch.Message.ToolCalls {
-		calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+	var fcs []*genai.Part
+	var bad []string
+	if len(ch.Message.ToolCalls) > 0 { // most answers are text alone
+		var calls toolCalls
+		for _, tc := range ch.Message.ToolCalls {
+			calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+		}
+		fcs, bad = calls.parts()
 	}
-	fcs, bad := calls.parts()
 	finish := ch.FinishReason
 	if finish == "" {
 		finish = "stop" // some servers leave it out of complete answers
@@ -153,7 +157,9 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 	}
 	switch {
 	case content != nil:
-		content.c.Parts = append(content.c.Parts, fcs...)
+		if len(fcs) > 0 {
+			content.c.Parts = append(content.c.Parts, fcs...)
+		}
 		r.Content = &content.c
 	case len(fcs) > 0:
 		r.Content = &genai.Content{Role: genai.RoleModel, Parts: fcs}
