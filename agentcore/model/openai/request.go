@@ -480,6 +480,12 @@ func joinText(c *genai.Content, sep string) string {
 	if c == nil {
 		return ""
 	}
+	if len(c.Parts) == 1 { // the usual instruction: its text, without a slice to join
+		if p := c.Parts[0]; p != nil && !p.Thought {
+			return p.Text
+		}
+		return ""
+	}
 	var texts []string
 	for _, p := range c.Parts {
 		if p != nil && p.Text != "" && !p.Thought {
