@@ -50,3 +50,22 @@ func TestCompletionResponseToolCalls(t *testing.T) {
 		})
 	}
 }
+
+// A non-streamed answer's usage is mapped, and an answer without usage
+// has none.
+func TestCompletionResponseUsage(t *testing.T) {
+	u := &wireUsage{PromptTokens: 12, CompletionTokens: 8, TotalTokens: 20}
+	u.PromptTokensDetails.CachedTokens, u.CompletionTokensDetails.ReasoningTokens = 4, 2
+	r, err := completionResponse(&wireCompletion{Choices: []wireChoice{{Message: wireMessage{Content: "ok"}}}, Usage: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 12, CandidatesTokenCount: 8,
+		CachedContentTokenCount: 4, ThoughtsTokenCount: 2, TotalTokenCount: 20}
+	if diff := cmp.Diff(want, r.UsageMetadata); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	if r, _ := completionResponse(&wireCompletion{Choices: []wireChoice{{}}}); r.UsageMetadata != nil || r.Content != nil {
+		t.Errorf("empty answer: usage %v, content %v", r.UsageMetadata, r.Content)
+	}
+}
