@@ -165,11 +165,11 @@ func buildParams(p *chatRequest, modelID string, req *model.Request) error {
 		return err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
-	if p.ResponseFormat, err = responseFormatOf(cfg, req.Options); err != nil {
+	if p.ResponseFormat, err = responseFormatOf(cfg, &req.Options); err != nil {
 		return err
 	}
 	generationSettings(p, cfg)
-	o := req.Options
+	o := &req.Options
 	if len(p.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
 		p.ParallelToolCalls = o.ParallelToolCalls
 	}
@@ -771,7 +771,7 @@ func allowedTools(mode string, names []string) allowedToolsChoice {
 // responseFormatOf maps an output schema: application/json with a schema
 // -> json_schema (under the client's name and strictness from o, else name
 // "output", strict false); application/json alone -> json_object.
-func responseFormatOf(cfg *genai.GenerateContentConfig, o model.Options) (*responseFormat, error) {
+func responseFormatOf(cfg *genai.GenerateContentConfig, o *model.Options) (*responseFormat, error) {
 	if cfg.ResponseMIMEType != "application/json" {
 		return nil, nil
 	}
