@@ -165,11 +165,11 @@ func buildParams(p *chatRequest, modelID string, req *model.Request) error {
 		return err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
-	if p.ResponseFormat, err = responseFormatOf(cfg, req.Options); err != nil {
+	if p.ResponseFormat, err = responseFormatOf(cfg, &req.Options); err != nil {
 		return err
 	}
 	generationSettings(p, cfg)
-	o := req.Options
+	o := &req.Options
 	if len(p.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
 		p.ParallelToolCalls = o.ParallelToolCalls
 	}
@@ -242,24 +242,11 @@ func (p *chatRequest) encode() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	for _, f := range [...]struct {
-		key string
-		v   any
-		set bool
-	}{
-		{`,"tool_choice":`, p.ToolChoice, p.ToolChoice != nil},
-		{`,"response_format":`, p.ResponseFormat, p.ResponseFormat != nil},
-		{`,"temperature":`, p.Temperature, p.Temperature != nil},
-		{`,"top_p":`, p.TopP, p.TopP != nil},
-		{`,"presence_penalty":`, p.PresencePenalty, p.PresencePenalty != nil},
-		{`,"frequency_penalty":`, p.FrequencyPenalty, p.FrequencyPenalty != nil},
-	} {
-		if f.set {
-			b = append(b, f.key...)
-			var err error
-			if b, err = appendValue(b, f.v); err != nil {
-				return nil, err
-			}
+	if p.ToolChoice != nil || p.ResponseFormat != nil || p.Temperature != nil ||
+		p.TopP != nil || p.PresencePenalty != nil || p.FrequencyPenalty != nil {
+		var err error
+		if b, err = p.appendEncoded(b); err != nil {
+			return nil, err
 		}
 	}
 	if p.MaxCompletionTokens != 0 {
@@ -292,15 +279,46 @@ func (p *chatRequest) encode() ([]byte, error) {
 		b = append(b, `,"parallel_tool_calls":`...)
 		b = strconv.AppendBool(b, *p.ParallelToolCalls)
 	}
-	for _, f := range [...]struct{ key, v string }{
-		{`,"reasoning_effort":`, p.ReasoningEffort}, {`,"verbosity":`, p.Verbosity}, {`,"service_tier":`, p.ServiceTier},
+	b = strMember(b, `,"reasoning_effort":`, p.ReasoningEffort)
+	b = strMember(b, `,"verbosity":`, p.Verbosity)
+	b = strMember(b, `,"service_tier":`, p.ServiceTier)
+	return append(b, '}'), nil
+}
+
+// appendEncoded appends the members encoding/json writes (values of an
+// open shape and the sampling floats) that are set; encode calls it only
+// when one is: most requests have none, and skip building this list.
+func (p *chatRequest) appendEncoded(b []byte) ([]byte, error) {
+	for _, f := range [...]struct {
+		key string
+		v   any
+		set bool
+	}{
+		{`,"tool_choice":`, p.ToolChoice, p.ToolChoice != nil},
+		{`,"response_format":`, p.ResponseFormat, p.ResponseFormat != nil},
+		{`,"temperature":`, p.Temperature, p.Temperature != nil},
+		{`,"top_p":`, p.TopP, p.TopP != nil},
+		{`,"presence_penalty":`, p.PresencePenalty, p.PresencePenalty != nil},
+		{`,"frequency_penalty":`, p.FrequencyPenalty, p.FrequencyPenalty != nil},
 	} {
-		if f.v != "" {
+		if f.set {
 			b = append(b, f.key...)
-			b = str(b, f.v)
+			var err error
+			if b, err = appendValue(b, f.v); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return append(b, '}'), nil
+	return b, nil
+}
+
+// strMember appends the member key (`,"name":`) with the string v, unless
+// v is empty (omitempty).
+func strMember(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return str(append(b, key...), v)
 }
 
 // sizeHint is about the length of p's JSON, so that encode allocates once
@@ -460,6 +478,12 @@ func widen(f float32) float64 {
 // joinText joins the text parts of c (thoughts excluded) with sep.
 func joinText(c *genai.Content, sep string) string {
 	if c == nil {
+		return ""
+	}
+	if len(c.Parts) == 1 { // the usual instruction: its text, without a slice to join
+		if p := c.Parts[0]; p != nil && !p.Thought {
+			return p.Text
+		}
 		return ""
 	}
 	var texts []string
@@ -747,7 +771,7 @@ func allowedTools(mode string, names []string) allowedToolsChoice {
 // responseFormatOf maps an output schema: application/json with a schema
 // -> json_schema (under the client's name and strictness from o, else name
 // "output", strict false); application/json alone -> json_object.
-func responseFormatOf(cfg *genai.GenerateContentConfig, o model.Options) (*responseFormat, error) {
+func responseFormatOf(cfg *genai.GenerateContentConfig, o *model.Options) (*responseFormat, error) {
 	if cfg.ResponseMIMEType != "application/json" {
 		return nil, nil
 	}

@@ -171,3 +171,27 @@ func TestBuildParamsTextMessagesAllocateTheSliceOnly(t *testing.T) {
 		t.Errorf("%v allocations, want 1", n)
 	}
 }
+
+// Each member encoding/json writes, set alone, is written: encode skips
+// them all when none is set.
+func TestEncodeEachEncodedMember(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for name, set := range map[string]func(*chatRequest){
+		"tool_choice":       func(p *chatRequest) { p.ToolChoice = "auto" },
+		"response_format":   func(p *chatRequest) { p.ResponseFormat = &responseFormat{Type: "json_object"} },
+		"temperature":       func(p *chatRequest) { p.Temperature = f(0) },
+		"top_p":             func(p *chatRequest) { p.TopP = f(0.5) },
+		"presence_penalty":  func(p *chatRequest) { p.PresencePenalty = f(1) },
+		"frequency_penalty": func(p *chatRequest) { p.FrequencyPenalty = f(-1) },
+	} {
+		p := &chatRequest{Model: "m", Messages: []chatMessage{{Role: "user", Content: messageContent{Text: "x"}}}}
+		set(p)
+		got, err := p.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := encodeJSON(t, p); !bytes.Equal(got, want) || !bytes.Contains(got, []byte(`"`+name+`":`)) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}

@@ -341,3 +341,27 @@ func TestRequestHeaderShared(t *testing.T) {
 		}
 	}
 }
+
+// joinText of one part (the usual instruction) and of several, thoughts
+// and empty parts left out either way.
+func TestJoinText(t *testing.T) {
+	for _, tc := range []struct {
+		parts []*genai.Part
+		want  string
+	}{
+		{nil, ""},
+		{[]*genai.Part{{Text: "Answer."}}, "Answer."},
+		{[]*genai.Part{{Text: "hmm", Thought: true}}, ""},
+		{[]*genai.Part{nil}, ""},
+		{[]*genai.Part{{Text: ""}}, ""},
+		{[]*genai.Part{{Text: "a"}, nil, {Text: "hmm", Thought: true}, {Text: ""}, {Text: "b"}}, "a\n\nb"},
+		{[]*genai.Part{{Text: "hmm", Thought: true}, {Text: "b"}}, "b"},
+	} {
+		if got := joinText(&genai.Content{Parts: tc.parts}, "\n\n"); got != tc.want {
+			t.Errorf("joinText(%d parts) = %q, want %q", len(tc.parts), got, tc.want)
+		}
+	}
+	if got := joinText(nil, ""); got != "" {
+		t.Errorf("joinText(nil) = %q", got)
+	}
+}

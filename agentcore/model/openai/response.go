@@ -32,7 +32,8 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 		s.version = c.Model
 	}
 	if c.Usage != nil {
-		s.usage = usage(c.Usage)
+		u := usage(c.Usage)
+		s.usage = &u
 	}
 	var p *partialResponse
 	for _, ch := range c.Choices {
@@ -78,23 +79,13 @@ func (p *partialResponse) text(t string, thought bool) *partialResponse {
 	return p
 }
 
-// modelContent is a model's content with room for one part, in one
-// allocation: a streamed delta (text or reasoning) is one part, and so is
-// most of the time the text of a whole answer.
+// modelContent is a model's content with room for one part, allocated
+// with its response: a streamed delta (text or reasoning) is one part, and
+// so is most of the time the text of a whole answer.
 type modelContent struct {
 	c     genai.Content
 	parts [1]*genai.Part
 	first genai.Part
-}
-
-// text appends a text part to m, made on the first call (m nil), and
-// returns it.
-func (m *modelContent) text(t string, thought bool) *modelContent {
-	if m == nil {
-		m = new(modelContent)
-	}
-	m.add(t, thought)
-	return m
 }
 
 // add appends a text part to m, the first one in m's own room.
@@ -123,40 +114,57 @@ func (s *streamState) final() *model.Response {
 	return r
 }
 
+// completion is a non-streamed answer's response, its content and its
+// usage, in one allocation.
+type completion struct {
+	r model.Response
+	m modelContent
+	u genai.GenerateContentResponseUsageMetadata
+}
+
 // completionResponse maps a non-streamed completion.
 func completionResponse(c *wireCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("the completion has no choices")
 	}
-	ch := c.Choices[0]
+	ch := &c.Choices[0]
+	out := new(completion)
 	// The parts as the stream's aggregator would leave them: reasoning,
 	// text (neither empty), then the calls.
-	var content *modelContent
 	if t := ch.Message.reasoning(); t != "" {
-		content = content.text(t, true)
+		out.m.add(t, true)
 	}
 	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
-		content = content.text(t, false)
+		out.m.add(t, false)
 	}
-	var calls toolCalls
-	for _, tc := range ch.Message.ToolCalls {
-		calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+	var fcs []*genai.Part
+	var bad []string
+	if len(ch.Message.ToolCalls) > 0 { // most answers are text alone
+		var calls toolCalls
+		for _, tc := range ch.Message.ToolCalls {
+			calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+		}
+		fcs, bad = calls.parts()
 	}
-	fcs, bad := calls.parts()
 	finish := ch.FinishReason
 	if finish == "" {
 		finish = "stop" // some servers leave it out of complete answers
 	}
-	r := &model.Response{FinishReason: finishReason(finish), TurnComplete: true, ModelVersion: c.Model}
+	out.r = model.Response{FinishReason: finishReason(finish), TurnComplete: true, ModelVersion: c.Model}
+	r := &out.r
 	if c.Usage != nil {
-		r.UsageMetadata = usage(c.Usage)
+		out.u = usage(c.Usage)
+		r.UsageMetadata = &out.u
 	}
-	switch {
-	case content != nil:
-		content.c.Parts = append(content.c.Parts, fcs...)
-		r.Content = &content.c
+	switch content := &out.m.c; {
+	case content.Parts != nil:
+		if len(fcs) > 0 {
+			content.Parts = append(content.Parts, fcs...)
+		}
+		r.Content = content
 	case len(fcs) > 0:
-		r.Content = &genai.Content{Role: genai.RoleModel, Parts: fcs}
+		*content = genai.Content{Role: genai.RoleModel, Parts: fcs}
+		r.Content = content
 	}
 	markProblems(r, finish, bad)
 	return r, nil
@@ -194,8 +202,8 @@ func markProblems(r *model.Response, finish string, badCalls []string) {
 // usage maps token counts. CandidatesTokenCount is completion_tokens as
 // reported, reasoning tokens included; ThoughtsTokenCount repeats the
 // reasoning share.
-func usage(u *wireUsage) *genai.GenerateContentResponseUsageMetadata {
-	return &genai.GenerateContentResponseUsageMetadata{
+func usage(u *wireUsage) genai.GenerateContentResponseUsageMetadata {
+	return genai.GenerateContentResponseUsageMetadata{
 		PromptTokenCount:        int32(u.PromptTokens),
 		CandidatesTokenCount:    int32(u.CompletionTokens),
 		CachedContentTokenCount: int32(u.PromptTokensDetails.CachedTokens),
