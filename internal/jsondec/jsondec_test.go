@@ -36,16 +36,23 @@ func FuzzString(f *testing.F) {
 		if len(data) == 0 || data[0] != '"' {
 			return
 		}
-		var d Decoder
-		d.Reset(data)
-		b, ok := d.String()
-		ok = ok && d.End()
-		var want string
-		err := json.Unmarshal(data, &want)
-		if ok != (err == nil) || (ok && string(b) != want) {
-			t.Fatalf("String(%q) = %q, %v; encoding/json %q, %v", data, b, ok, want, err)
-		}
+		stringAsJSON(t, data)
 	})
+}
+
+// stringAsJSON checks that String reads the whole of data (a JSON string,
+// or not) as encoding/json does.
+func stringAsJSON(t *testing.T, data []byte) {
+	t.Helper()
+	var d Decoder
+	d.Reset(data)
+	b, ok := d.String()
+	ok = ok && d.End()
+	var want string
+	err := json.Unmarshal(data, &want)
+	if ok != (err == nil) || (ok && string(b) != want) {
+		t.Fatalf("String(%q) = %q, %v; encoding/json %q, %v", data, b, ok, want, err)
+	}
 }
 
 // FuzzParseInt parses any number as strconv.ParseInt does.
@@ -126,16 +133,7 @@ func TestStringEveryOffset(t *testing.T) {
 	for _, mid := range []string{``, `\"`, `\\`, `\n`, `\u00e9`, "\x01", "\x1f", "é", "日本", "\xff", "\xed\xa0\x80", "\x7f", " ", "~"} {
 		for pre := range 20 {
 			for post := range 10 {
-				data := []byte(`"` + strings.Repeat("a", pre) + mid + strings.Repeat("b", post) + `"`)
-				var d Decoder
-				d.Reset(data)
-				b, ok := d.String()
-				ok = ok && d.End()
-				var want string
-				err := json.Unmarshal(data, &want)
-				if ok != (err == nil) || (ok && string(b) != want) {
-					t.Fatalf("String(%q) = %q, %v; encoding/json %q, %v", data, b, ok, want, err)
-				}
+				stringAsJSON(t, []byte(`"`+strings.Repeat("a", pre)+mid+strings.Repeat("b", post)+`"`))
 			}
 		}
 	}
