@@ -242,11 +242,24 @@ func (p *chatRequest) encode() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if p.ToolChoice != nil || p.ResponseFormat != nil || p.Temperature != nil ||
-		p.TopP != nil || p.PresencePenalty != nil || p.FrequencyPenalty != nil {
-		var err error
-		if b, err = p.appendEncoded(b); err != nil {
-			return nil, err
+	for _, f := range [...]struct {
+		key string
+		v   any
+		set bool
+	}{
+		{`,"tool_choice":`, p.ToolChoice, p.ToolChoice != nil},
+		{`,"response_format":`, p.ResponseFormat, p.ResponseFormat != nil},
+		{`,"temperature":`, p.Temperature, p.Temperature != nil},
+		{`,"top_p":`, p.TopP, p.TopP != nil},
+		{`,"presence_penalty":`, p.PresencePenalty, p.PresencePenalty != nil},
+		{`,"frequency_penalty":`, p.FrequencyPenalty, p.FrequencyPenalty != nil},
+	} {
+		if f.set {
+			b = append(b, f.key...)
+			var err error
+			if b, err = appendValue(b, f.v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if p.MaxCompletionTokens != 0 {
@@ -283,33 +296,6 @@ func (p *chatRequest) encode() ([]byte, error) {
 	b = strMember(b, `,"verbosity":`, p.Verbosity)
 	b = strMember(b, `,"service_tier":`, p.ServiceTier)
 	return append(b, '}'), nil
-}
-
-// appendEncoded appends the members encoding/json writes (values of an
-// open shape and the sampling floats) that are set; encode calls it only
-// when one is: most requests have none, and skip building this list.
-func (p *chatRequest) appendEncoded(b []byte) ([]byte, error) {
-	for _, f := range [...]struct {
-		key string
-		v   any
-		set bool
-	}{
-		{`,"tool_choice":`, p.ToolChoice, p.ToolChoice != nil},
-		{`,"response_format":`, p.ResponseFormat, p.ResponseFormat != nil},
-		{`,"temperature":`, p.Temperature, p.Temperature != nil},
-		{`,"top_p":`, p.TopP, p.TopP != nil},
-		{`,"presence_penalty":`, p.PresencePenalty, p.PresencePenalty != nil},
-		{`,"frequency_penalty":`, p.FrequencyPenalty, p.FrequencyPenalty != nil},
-	} {
-		if f.set {
-			b = append(b, f.key...)
-			var err error
-			if b, err = appendValue(b, f.v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return b, nil
 }
 
 // strMember appends the member key (`,"name":`) with the string v, unless
