@@ -158,9 +158,7 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 	}
 	switch content := &out.m.c; {
 	case content.Parts != nil:
-		if len(fcs) > 0 {
-			content.Parts = append(content.Parts, fcs...)
-		}
+		content.Parts = append(content.Parts, fcs...)
 		r.Content = content
 	case len(fcs) > 0:
 		*content = genai.Content{Role: genai.RoleModel, Parts: fcs}
