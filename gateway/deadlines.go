@@ -125,11 +125,11 @@ func (w *deadlineWriter) Flush() {
 // what the connection has already when no deadline was set yet (a request
 // starts with none).
 func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() && !w.set {
-		w.set = true
+	first := !w.set
+	w.set = true
+	if t.IsZero() && first {
 		return nil
 	}
-	w.set = true
 	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
 }
 
