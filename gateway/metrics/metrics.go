@@ -310,7 +310,7 @@ func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.Gener
 	}
 	var c callMetrics
 	if err == nil && info.calls != nil {
-		c = handle(&info.calls.ok, m.calls, callKey{info.provider, info.model, "ok"})
+		c = handle(&info.calls.ok, m.calls, callKey{info.provider, info.model, outcomeOK})
 	} else {
 		c = m.calls.get(callKey{info.provider, info.model, modelOutcome(err)})
 	}
@@ -340,7 +340,7 @@ func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
 	if !m.names.Load().agents[agent].tools[tool] {
 		tool = Other
 	}
-	outcome := "ok"
+	outcome := outcomeOK
 	if err != nil {
 		outcome = "error"
 	}
@@ -380,9 +380,13 @@ func (m *Metrics) RunLogFailed() { m.runLogFailed.Inc() }
 
 // modelOutcome names how a model call ended: ok, canceled, or the
 // provider's error code.
+// outcomeOK is the outcome label of what succeeded: a model call, a store
+// operation, a tool call.
+const outcomeOK = "ok"
+
 func modelOutcome(err error) string {
 	if err == nil {
-		return "ok"
+		return outcomeOK
 	}
 	if me, ok := model.AsError(err); ok {
 		switch me.Code {

@@ -291,7 +291,7 @@ var storeOpNames = [numStoreOps]string{"create", "get", "get_or_create", "list",
 func (m *Metrics) storeOp(op storeOp, start time.Time, err error) {
 	var o opMetrics
 	if err == nil {
-		o = handle(&m.okOps[op], m.ops, opKey{storeOpNames[op], "ok"})
+		o = handle(&m.okOps[op], m.ops, opKey{storeOpNames[op], outcomeOK})
 	} else {
 		o = m.ops.get(opKey{storeOpNames[op], storeOutcome(err)})
 	}
@@ -302,7 +302,7 @@ func (m *Metrics) storeOp(op storeOp, start time.Time, err error) {
 func storeOutcome(err error) string {
 	switch {
 	case err == nil:
-		return "ok"
+		return outcomeOK
 	case errors.Is(err, sessions.ErrNotFound):
 		return "not_found"
 	case errors.Is(err, sessions.ErrExists):
