@@ -134,7 +134,8 @@ type turn struct {
 	// otherwise every event of the run is logged as it is.
 	ownLog bool
 	// unlogged: no route can reach the run's frames (its session is one
-	// no client can name, as a stateless turn's), so none are kept.
+	// no client can name, as a stateless turn's), so none are kept, nor
+	// is the run in the registry once it ended (runs.Spec.Unreachable).
 	unlogged bool
 	// errSeq is the number of the run's last frame, the error event it
 	// ended with, once it failed (-1 when it has none).
@@ -385,7 +386,7 @@ func (t *turn) abandon(ctx context.Context, err error) {
 // id once the runtime knows it).
 func (t *turn) spec(id string) runs.Spec {
 	return runs.Spec{ID: id, App: t.app.ID, User: t.req.UserID, Session: t.sessionID,
-		Retention: max(t.retention, runIndexRetention), Value: t.value}
+		Retention: max(t.retention, runIndexRetention), Unreachable: t.unlogged, Value: t.value}
 }
 
 // driveRun runs a started turn into sink on the calling goroutine: events,

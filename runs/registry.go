@@ -78,8 +78,13 @@ type Spec struct {
 	// the runs that joined the line after a given ticket.
 	Ticket int64
 	// Retention is how long the registry keeps the run once it ended, for
-	// lookups by id; zero forgets it at once.
+	// lookups by id; zero forgets it at once. The index keeps it as long.
 	Retention time.Duration
+	// Unreachable says no one can look the run up by id once it ended (a
+	// run on a session no client can name): the registry forgets it at
+	// its end whatever Retention says, which the index still keeps it
+	// for, rather than hold its record in the heap for nobody.
+	Unreachable bool
 	// Value is the starter's own record of the run, returned by
 	// Run.Value; the registry never reads it. It lives in this process
 	// only.
@@ -148,7 +153,7 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 	if spec.Queued {
 		st = StatusQueued
 	}
-	run := &Run{reg: r, retention: spec.Retention, value: spec.Value, ticket: spec.Ticket,
+	run := &Run{reg: r, retention: spec.Retention, unreachable: spec.Unreachable, value: spec.Value, ticket: spec.Ticket,
 		info: Info{ID: spec.ID, App: spec.App, User: spec.User, Session: spec.Session, Status: st, Started: now, Updated: now}}
 	r.mu.Lock()
 	if r.closing {
@@ -327,7 +332,7 @@ func (r *Registry) finished(run *Run, id string, now time.Time) {
 	delete(r.live, run)
 	switch {
 	case id == "":
-	case run.retention <= 0:
+	case run.retention <= 0 || run.unreachable:
 		if r.byID[id] == run {
 			delete(r.byID, id)
 		}
@@ -363,10 +368,11 @@ func endedCancel(error) {}
 
 // Run is one registered run. Its methods may be called from any goroutine.
 type Run struct {
-	reg       *Registry
-	retention time.Duration
-	value     any
-	ticket    int64
+	reg         *Registry
+	retention   time.Duration
+	unreachable bool
+	value       any
+	ticket      int64
 
 	mu sync.Mutex
 	// cancel ends the run's context: the one Start made, then Begin's.

@@ -224,6 +224,47 @@ func TestRegistryMaxEndedAndReplace(t *testing.T) {
 	_ = first
 }
 
+// An unreachable run (a stateless turn's) is found by id while it runs,
+// and forgotten by the registry as it ends; the index is told its end
+// with the run's retention all the same.
+func TestRegistryForgetsUnreachableRuns(t *testing.T) {
+	ctx := context.Background()
+	idx := &retentionIndex{fakeIndex: &fakeIndex{runs: map[string]runs.Info{}}}
+	reg := runs.NewRegistry(runs.Config{Index: idx})
+	t.Cleanup(reg.Close)
+	run, _, err := reg.Start(ctx, runs.Spec{ID: "inv", App: "app", User: "u", Session: "~tmp-1", Retention: time.Hour, Unreachable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := reg.Get(ctx, "inv"); got != run || err != nil {
+		t.Errorf("Get of the live run = %v, %v", got, err)
+	}
+	run.Finish(ctx, nil)
+	if _, err := reg.Get(ctx, "inv"); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("an ended unreachable run is kept: %v", err)
+	}
+	if got := idx.putsOf("inv"); !slices.Equal(got, []runs.Status{runs.StatusRunning, runs.StatusCompleted}) {
+		t.Errorf("index puts %v", got)
+	}
+	if idx.retention != time.Hour {
+		t.Errorf("the index keeps it for %v", idx.retention)
+	}
+}
+
+// retentionIndex is a fakeIndex that remembers the retention of the last
+// put.
+type retentionIndex struct {
+	*fakeIndex
+	retention time.Duration
+}
+
+func (x *retentionIndex) Put(ctx context.Context, in runs.Info, retention time.Duration) error {
+	x.mu.Lock()
+	x.retention = retention
+	x.mu.Unlock()
+	return x.fakeIndex.Put(ctx, in, retention)
+}
+
 // A run cancelled (by id, by the registry closing, or by its context)
 // while its driver blocks: the driver sees the cause, finishes, and no
 // goroutine is left.

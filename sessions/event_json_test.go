@@ -50,10 +50,17 @@ func checkAppendJSON(t *testing.T, name string, e *Event) {
 	checkPacked(t, name, e, want)
 }
 
-// checkPacked: an event that packs unpacks to the same JSON (want).
+// checkPacked: an event that packs unpacks to the same JSON (want), and
+// packedLen says how long it packs, with its timestamp and without.
 func checkPacked(t *testing.T, name string, e *Event, want []byte) {
 	t.Helper()
 	packed, ok := e.AppendPacked([]byte("prefix"))
+	unstamped := *e
+	unstamped.Timestamp = time.Time{}
+	bare, _ := unstamped.AppendPacked(nil)
+	if n, m := e.packedLen(true), e.packedLen(false); n != len(packed)-len("prefix") || m != len(bare) {
+		t.Errorf("%s: packedLen %d, %d unstamped; AppendPacked packs %d, %d", name, n, m, len(packed)-len("prefix"), len(bare))
+	}
 	if !ok {
 		if string(packed) != "prefix" {
 			t.Errorf("%s: AppendPacked wrote %q and refused", name, packed)

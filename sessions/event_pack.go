@@ -40,8 +40,7 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 		flags |= packUsage
 	}
 	b = append(b, flags)
-	for _, s := range []string{e.ID, e.InvocationID, e.Author, e.Branch, string(e.FinishReason), e.ModelVersion, e.ErrorCode,
-		e.ErrorMessage} {
+	for _, s := range e.packedStrings() {
 		b = appendPackedString(b, s)
 	}
 	if !e.Timestamp.IsZero() {
@@ -59,12 +58,53 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 		}
 	}
 	if u := e.UsageMetadata; u != nil {
-		for _, n := range []int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
-			u.ThoughtsTokenCount, u.ToolUsePromptTokenCount} {
+		for _, n := range packedCounts(u) {
 			b = binary.AppendUvarint(b, uint64(uint32(n)))
 		}
 	}
 	return b, true
+}
+
+// packedStrings are the strings AppendPacked packs first, in order.
+func (e *Event) packedStrings() [8]string {
+	return [8]string{e.ID, e.InvocationID, e.Author, e.Branch, string(e.FinishReason), e.ModelVersion, e.ErrorCode, e.ErrorMessage}
+}
+
+// packedCounts are the token counts AppendPacked packs of a usage, in
+// order.
+func packedCounts(u *genai.GenerateContentResponseUsageMetadata) [6]int32 {
+	return [6]int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
+		u.ThoughtsTokenCount, u.ToolUsePromptTokenCount}
+}
+
+// packedLen is how many bytes AppendPacked packs e in, 0 when it cannot
+// pack it; stamped false counts e as if its Timestamp were zero (the
+// memory store packs its events without). It lets the store make room
+// for a batch once, where AppendPacked, which appends a field at a time,
+// would grow the bytes a few times over.
+func (e *Event) packedLen(stamped bool) int {
+	if !e.packable() {
+		return 0
+	}
+	n := 1
+	for _, s := range e.packedStrings() {
+		n += packedStringLen(s)
+	}
+	if stamped && !e.Timestamp.IsZero() {
+		n += uvarintLen(uint64(e.Timestamp.UnixMicro()))
+	}
+	if e.Content != nil {
+		n += packedStringLen(e.Content.Role) + uvarintLen(uint64(len(e.Content.Parts)))
+		for _, p := range e.Content.Parts {
+			n += 1 + packedStringLen(p.Text)
+		}
+	}
+	if u := e.UsageMetadata; u != nil {
+		for _, c := range packedCounts(u) {
+			n += uvarintLen(uint64(uint32(c)))
+		}
+	}
+	return n
 }
 
 // The flags of a packed event.
@@ -103,6 +143,15 @@ func (e *Event) packable() bool {
 func appendPackedString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// packedStringLen is how many bytes appendPackedString appends for s.
+func packedStringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is how many bytes binary.AppendUvarint appends for v.
+func uvarintLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
 }
 
 var errPacked = errors.New("sessions: malformed packed event")

@@ -66,6 +66,8 @@ type MemoryService struct {
 	trees    map[memKey]*memTree // by the root's key (id: the top-level session's)
 	lru      treeList            // most recently used first; pinned trees are out of it
 	pins     map[memKey]int      // run leases held, by the tree root's key (made on first use)
+	// appState, userSt and refs are made on first use too: a stateless
+	// turn's store (one per turn) writes none of them.
 	appState map[string]map[string]any
 	userSt   map[[2]string]map[string]any
 	refs     map[memKey]*memRef // id: the ref's key
@@ -144,8 +146,7 @@ var (
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
 	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL, max: max(cfg.MaxSessions, 0),
-		sessions: map[memKey]*memSession{}, trees: map[memKey]*memTree{},
-		appState: map[string]map[string]any{}, userSt: map[[2]string]map[string]any{}, refs: map[memKey]*memRef{}}
+		sessions: map[memKey]*memSession{}, trees: map[memKey]*memTree{}}
 	s.maxRefs = s.max * RefsPerSession
 	if s.now == nil {
 		s.now = time.Now
@@ -485,7 +486,11 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	}
 	s.renew(ms)
 	ms.events = slices.Grow(ms.events, len(evs))
-	ms.packed = slices.Grow(ms.packed, len(evs)*packRoom)
+	need := 0
+	for _, ev := range evs {
+		need += ev.packedLen(false) // store packs them without their timestamps
+	}
+	ms.packed = slices.Grow(ms.packed, need)
 	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		ms.store(ev) // Storable trimmed it: ApplyEvent changes nothing
@@ -522,16 +527,14 @@ func (ms *memSession) store(ev *Event) {
 	ms.events = append(ms.events, me)
 }
 
-// packRoom is the room AppendEvents makes in a session's packed bytes
-// for each event, about a chat event's packed form: AppendPacked appends
-// a field at a time, and would grow them a few times over.
-const packRoom = 128
-
 // merge applies scoped deltas; keys are stored with their prefixes.
 func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]any) {
 	if len(appDelta) > 0 {
 		m := s.appState[app]
 		if m == nil {
+			if s.appState == nil {
+				s.appState = map[string]map[string]any{}
+			}
 			m = map[string]any{}
 			s.appState[app] = m
 		}
@@ -541,6 +544,9 @@ func (s *MemoryService) merge(app, user string, appDelta, userDelta map[string]a
 		uk := [2]string{app, user}
 		m := s.userSt[uk]
 		if m == nil {
+			if s.userSt == nil {
+				s.userSt = map[[2]string]map[string]any{}
+			}
 			m = map[string]any{}
 			s.userSt[uk] = m
 		}

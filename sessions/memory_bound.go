@@ -244,6 +244,9 @@ func (s *MemoryService) putRef(k memKey, ref Ref, expires time.Time) {
 	}
 	r := &memRef{key: k, ref: ref, expires: expires}
 	r.elem = s.refLRU.PushFront(r)
+	if s.refs == nil {
+		s.refs = map[memKey]*memRef{}
+	}
 	s.refs[k] = r
 	for s.maxRefs > 0 && len(s.refs) > s.maxRefs {
 		old := s.refLRU.Back().Value.(*memRef)
