@@ -135,12 +135,7 @@ func toolMessagesOf(msgs []openaiwire.ChatMessage) []toolMessage {
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
-	body, err := s.readBody(c)
-	if err != nil {
-		writeOpenAIError(c, classify(err))
-		return
-	}
-	req, err := openaiwire.DecodeRequest(body)
+	req, err := s.decodeChat(c)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
@@ -193,6 +188,22 @@ type chatCall struct {
 	enc    openaiwire.Encoder
 	answer chatAnswer
 	stream chatStream
+}
+
+// decodeChat reads and decodes a chat completion request. The body is read
+// into a buffer of bodyBufs, put back once decoded: the decoder copies
+// what the request keeps of it.
+func (s *Server) decodeChat(c *gin.Context) (*openaiwire.ChatCompletionRequest, error) {
+	bp := bodyBufs.Get().(*[]byte)
+	defer bodyBufs.Put(bp)
+	body, err := s.appendBody(*bp, c)
+	if err != nil {
+		return nil, err
+	}
+	if cap(body) <= maxPooledBody {
+		*bp = body // keep what it grew to
+	}
+	return openaiwire.DecodeRequest(body)
 }
 
 // sessionHeader reads the session id a client sent, from the headers
