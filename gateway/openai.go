@@ -195,15 +195,16 @@ type chatCall struct {
 // what the request keeps of it.
 func (s *Server) decodeChat(c *gin.Context) (*openaiwire.ChatCompletionRequest, error) {
 	bp := bodyBufs.Get().(*[]byte)
-	defer bodyBufs.Put(bp)
 	body, err := s.appendBody(*bp, c)
-	if err != nil {
-		return nil, err
+	var req *openaiwire.ChatCompletionRequest
+	if err == nil {
+		if cap(body) <= maxPooledBody {
+			*bp = body // keep what it grew to
+		}
+		req, err = openaiwire.DecodeRequest(body)
 	}
-	if cap(body) <= maxPooledBody {
-		*bp = body // keep what it grew to
-	}
-	return openaiwire.DecodeRequest(body)
+	bodyBufs.Put(bp)
+	return req, err
 }
 
 // sessionHeader reads the session id a client sent, from the headers
@@ -244,15 +245,17 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 		return nil, err
 	}
 	sid := sessionHeader(h, req.Metadata)
+	// call is new: its fields are set one by one, in place (a composite
+	// literal would be built aside and copied in).
 	ct, d := &call.chatTurn, &call.begin
-	*ct = chatTurn{stored: sid != "", echoSession: sid != "", toolMessages: toolMessagesOf(req.Messages),
-		wire: req, system: conv.System, history: conv.History, responses: responses}
-	*d = turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), sessionID: sid, sessionField: "X-Session-Id",
-		message: msg, metadata: req.Metadata, clientTools: openaiwire.ToFunctionDeclarations(req.Tools), multitask: mt,
-		config: agentcore.RunConfig{Streaming: req.Stream},
-		// A new session is created with the lock and the read; tool
-		// results cannot start one (they answer a call of a paused turn).
-		create: len(responses) == 0}
+	ct.stored, ct.echoSession, ct.toolMessages = sid != "", sid != "", toolMessagesOf(req.Messages)
+	ct.wire, ct.system, ct.history, ct.responses = req, conv.System, conv.History, responses
+	d.app, d.user, d.sessionID, d.sessionField = a, cmpOr(req.User, req.SafetyIdentifier), sid, "X-Session-Id"
+	d.message, d.metadata, d.clientTools, d.multitask = msg, req.Metadata, openaiwire.ToFunctionDeclarations(req.Tools), mt
+	d.config.Streaming = req.Stream
+	// A new session is created with the lock and the read; tool results
+	// cannot start one (they answer a call of a paused turn).
+	d.create = len(responses) == 0
 	if !d.create {
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
