@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 	"google.golang.org/genai"
@@ -62,25 +63,41 @@ type patchSessionRequest struct {
 // Content-Length bytes, fewer is an error); a longer one doubles its buffer,
 // up to Content-Length, each time it is full. io.ReadAll, used when the
 // length is unknown, would start at 512 bytes and grow.
-func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+func (s *Server) readBody(c *gin.Context) ([]byte, error) { return s.appendBody(nil, c) }
+
+// appendBody is readBody reading a body of known length into buf's
+// capacity (growing it when short): a buffer from bodyBufs.
+func (s *Server) appendBody(buf []byte, c *gin.Context) ([]byte, error) {
 	r := c.Request
 	if r.Body == nil {
 		return nil, nil
 	}
 	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
-		return readKnownLength(r.Body, n)
+		return readKnownLength(buf[:0], r.Body, n)
 	}
 	return io.ReadAll(r.Body)
 }
+
+// bodyBufs holds the buffers request bodies are read into (by appendBody)
+// by a handler that keeps nothing of its body once decoded, a *[]byte
+// each: the chat completions handler, whose decoder copies what it keeps.
+var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBody is the largest buffer bodyBufs keeps: a rare long
+// conversation's is not held on to for the short ones.
+const maxPooledBody = 64 << 10
 
 // firstBodyBuffer is the largest buffer a body gets before its bytes
 // arrive.
 const firstBodyBuffer = 16 << 10
 
-// readKnownLength reads exactly n bytes from r into a buffer that starts at
-// min(n, firstBodyBuffer) and doubles, capped at n, each time it is full.
-func readKnownLength(r io.Reader, n int64) ([]byte, error) {
-	buf := make([]byte, 0, min(n, firstBodyBuffer))
+// readKnownLength reads exactly n bytes from r into buf (empty), or when it
+// has no capacity into a buffer that starts at min(n, firstBodyBuffer);
+// the buffer doubles, capped at n, each time it is full.
+func readKnownLength(buf []byte, r io.Reader, n int64) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, min(n, firstBodyBuffer))
+	}
 	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, int(min(int64(cap(buf)), n-int64(cap(buf)))))

@@ -68,13 +68,13 @@ type chatTurn struct {
 	// session the client named (a stateless turn's bookkeeping session is
 	// internal, found again by tool_call_id).
 	echoSession bool
+	// tmp reports a "~tmp-" session to delete once no call is pending.
+	tmp bool
 	// ephemeral holds a stateless turn's session.
 	ephemeral *sessions.MemoryService
 	// resumedVia lists the call entries to drop once the resumed turn is
 	// done (see callEntry.key).
 	resumedVia []string
-	// tmp reports a "~tmp-" session to delete once no call is pending.
-	tmp bool
 	// toolMessages locates the request's tool results, for errors.
 	toolMessages []toolMessage
 
@@ -135,12 +135,7 @@ func toolMessagesOf(msgs []openaiwire.ChatMessage) []toolMessage {
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
-	body, err := s.readBody(c)
-	if err != nil {
-		writeOpenAIError(c, classify(err))
-		return
-	}
-	req, err := openaiwire.DecodeRequest(body)
+	req, err := s.decodeChat(c)
 	if err != nil {
 		writeOpenAIError(c, classify(err))
 		return
@@ -154,14 +149,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	var waited *chatStream // a stream's, which may start while the turn waits in its session's line
-	if req.Stream {
-		waited = &chatStream{chatSink: chatSink{s: s, c: c}}
+	call := new(chatCall)
+	if req.Stream { // a stream may start while the turn waits in its session's line
+		call.stream.chatSink = chatSink{s: s, c: c}
 	}
-	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv, waited)
+	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv, call)
 	if err != nil {
-		if waited != nil && waited.w != nil {
-			waited.fail(waited.w, err)
+		if w := call.stream.w; w != nil {
+			call.stream.fail(w, err)
 			return
 		}
 		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
@@ -172,13 +167,44 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	}
 	// From here on the turn has what it needs of the request, which is
 	// not kept while the turn runs: its messages may be a long history.
-	cs := chatSink{s: s, c: c, turn: turn, enc: s.encoderFor(turn, req)}
+	s.initEncoder(&call.enc, turn, req)
+	cs := chatSink{s: s, c: c, turn: turn, enc: &call.enc}
 	if req.Stream {
-		waited.chatSink = cs
-		s.runTurn(c.Request.Context(), &turn.turn, waited)
+		call.stream.chatSink = cs
+		s.runTurn(c.Request.Context(), &turn.turn, &call.stream)
 	} else {
-		s.runTurn(c.Request.Context(), &turn.turn, &chatAnswer{chatSink: cs})
+		call.answer.chatSink = cs
+		s.runTurn(c.Request.Context(), &turn.turn, &call.answer)
 	}
+}
+
+// chatCall is what a chat completion's turn is made of, in one
+// allocation: the turn, the request beginChat begins it with (which
+// beginTurn's hooks let escape), its encoder, and its sink (answer, or
+// stream for a streamed request).
+type chatCall struct {
+	chatTurn
+	begin  turnRequest
+	enc    openaiwire.Encoder
+	answer chatAnswer
+	stream chatStream
+}
+
+// decodeChat reads and decodes a chat completion request. The body is read
+// into a buffer of bodyBufs, put back once decoded: the decoder copies
+// what the request keeps of it.
+func (s *Server) decodeChat(c *gin.Context) (*openaiwire.ChatCompletionRequest, error) {
+	bp := bodyBufs.Get().(*[]byte)
+	body, err := s.appendBody(*bp, c)
+	var req *openaiwire.ChatCompletionRequest
+	if err == nil {
+		if cap(body) <= maxPooledBody {
+			*bp = body // keep what it grew to
+		}
+		req, err = openaiwire.DecodeRequest(body)
+	}
+	bodyBufs.Put(bp)
+	return req, err
 }
 
 // sessionHeader reads the session id a client sent, from the headers
@@ -206,10 +232,10 @@ func validSessionID(id string) bool {
 
 // beginChat begins the turn of a validated request and its conversation:
 // whose session, what is new input, which client tools and per-turn
-// settings. A streamed request's stream (st, nil otherwise) gets the turn,
-// and keepalives while it waits in its session's line: it may have started
-// when beginChat fails.
-func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation, st *chatStream) (*chatTurn, error) {
+// settings, into call's turn. A streamed request's stream (call.stream)
+// gets the turn, and keepalives while it waits in its session's line: it
+// may have started when beginChat fails.
+func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *openaiwire.ChatCompletionRequest, conv openaiwire.Conversation, call *chatCall) (*chatTurn, error) {
 	msg, responses, err := newInput(conv, "messages", "The request has no new input: the messages after the last assistant message must include a user or tool message.")
 	if err != nil {
 		return nil, err
@@ -219,22 +245,28 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 		return nil, err
 	}
 	sid := sessionHeader(h, req.Metadata)
-	ct := &chatTurn{stored: sid != "", echoSession: sid != "", toolMessages: toolMessagesOf(req.Messages),
-		wire: req, system: conv.System, history: conv.History, responses: responses}
-	d := turnRequest{app: a, user: cmpOr(req.User, req.SafetyIdentifier), sessionID: sid, sessionField: "X-Session-Id",
-		message: msg, metadata: req.Metadata, clientTools: openaiwire.ToFunctionDeclarations(req.Tools), multitask: mt,
-		config: agentcore.RunConfig{Streaming: req.Stream},
-		// A new session is created with the lock and the read; tool
-		// results cannot start one (they answer a call of a paused turn).
-		create: len(responses) == 0}
+	// call is new: its fields are set one by one, in place (a composite
+	// literal would be built aside and copied in).
+	ct, d := &call.chatTurn, &call.begin
+	ct.stored, ct.echoSession, ct.toolMessages = sid != "", sid != "", toolMessagesOf(req.Messages)
+	ct.wire, ct.system, ct.history, ct.responses = req, conv.System, conv.History, responses
+	d.app, d.user, d.sessionID, d.sessionField = a, cmpOr(req.User, req.SafetyIdentifier), sid, "X-Session-Id"
+	d.message, d.metadata, d.clientTools, d.multitask = msg, req.Metadata, openaiwire.ToFunctionDeclarations(req.Tools), mt
+	d.config.Streaming = req.Stream
+	// A new session is created with the lock and the read; tool results
+	// cannot start one (they answer a call of a paused turn).
+	d.create = len(responses) == 0
 	if !d.create {
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
-	if st != nil {
-		st.turn, d.idle = ct, st
+	if req.Stream {
+		call.stream.turn, d.idle = ct, &call.stream
 	}
-	err = s.beginTurn(ctx, &d, &ct.turn, ct)
+	err = s.beginTurn(ctx, d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
+	// What the run needs of d is in the turn now (t.req); the rest (the
+	// request's metadata, say) is not kept while it runs.
+	*d = turnRequest{}
 	if err != nil {
 		return nil, err
 	}
@@ -351,9 +383,9 @@ func encoderTools(clientNames map[string]string) map[string]string {
 	return names
 }
 
-// encoderFor configures the chunk encoder of a turn.
-func (s *Server) encoderFor(turn *chatTurn, req *openaiwire.ChatCompletionRequest) *openaiwire.Encoder {
-	return openaiwire.NewEncoder(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
+// initEncoder configures enc, zero, as the chunk encoder of a turn.
+func (s *Server) initEncoder(enc *openaiwire.Encoder, turn *chatTurn, req *openaiwire.ChatCompletionRequest) {
+	enc.Init(openaiwire.EncoderConfig{Model: req.Model, Created: s.cfg.Now().Unix(),
 		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, ClientTools: turn.clientToolNames(), Streamed: req.Stream})
 }
 

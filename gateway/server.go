@@ -164,7 +164,7 @@ type app struct {
 	// clientNames maps runtime action names to the names clients see.
 	clientNames map[string]string
 	// encoderTools is the chunk encoder's ClientTools for a turn without
-	// request tools (see encoderFor); never modified.
+	// request tools (see initEncoder); never modified.
 	encoderTools map[string]string
 }
 

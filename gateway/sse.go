@@ -166,30 +166,42 @@ type pumped[E any] interface {
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
 func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
-	k := &keepalive[E]{base: time.Now(), interval: interval, p: p}
+	k := &keepalive[E]{base: time.Now(), interval: interval, p: p, ctx: ctx}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
 	defer k.stop()
-	for ev, err := range events {
-		if ctx.Err() != nil {
-			return k.failed(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		k.mu.Lock()
-		err = p.event(ev)
-		k.last = time.Since(k.base)
-		k.mu.Unlock()
-		if err != nil {
-			return err
-		}
+	// k.yield is the loop's body: a range over events would allocate the
+	// loop's state and result besides its body's function.
+	events(k.yield)
+	if k.err != nil {
+		return k.err
 	}
 	if ctx.Err() != nil {
 		return k.failed(ctx)
 	}
 	return nil
+}
+
+// yield takes an event of pump's run (events calls it with each), and
+// stops the run, its error in k.err, at the first error or once the
+// context ended.
+func (k *keepalive[E]) yield(ev E, err error) bool {
+	if k.ctx.Err() != nil {
+		k.err = k.failed(k.ctx)
+		return false
+	}
+	if err == nil {
+		k.mu.Lock()
+		err = k.p.event(ev)
+		k.last = time.Since(k.base)
+		k.mu.Unlock()
+	}
+	if err != nil {
+		k.err = err
+		return false
+	}
+	return true
 }
 
 // keepalive is a pump's timer for onIdle. Its state is one object rather
@@ -207,6 +219,10 @@ type keepalive[E any] struct {
 	timer    *time.Timer
 	interval time.Duration
 	p        pumped[E]
+	// ctx is pump's; err is the error yield stopped the run with (both
+	// the pump's goroutine's alone).
+	ctx context.Context
+	err error
 }
 
 // fire runs on the timer's goroutine: keepalive, when interval has passed

@@ -37,13 +37,19 @@ type turnRequest struct {
 	// suggests (a hint used only without a token); empty is anonymous.
 	user  string
 	named bool
+	// create starts a missing session (holding the turn's parameters)
+	// with the lock and the read.
+	create bool
+	// detached: the turn is answered before it runs (a background
+	// response). When it must wait in its session's line, it begins
+	// queued without its session (turn.line) and waits, without its
+	// request, in awaitSession.
+	detached bool
 	// sessionID is the session to run on; empty asks the surface's
 	// findSession for one. sessionField is where the request carried it.
 	sessionID, sessionField string
-	// create starts a missing session (holding the turn's parameters)
-	// with the lock and the read; without it, missing is the error for a
-	// session that does not exist (default: session not found).
-	create  bool
+	// missing is the error for a session that does not exist, without
+	// create (default: session not found).
 	missing error
 	message *genai.Content
 	// stateDelta is applied with the message.
@@ -63,11 +69,6 @@ type turnRequest struct {
 	// on the goroutine that waits (its headers and a comment); its error
 	// is ignored, the request's end ending the wait.
 	idle streamSink
-	// detached: the turn is answered before it runs (a background
-	// response). When it must wait in its session's line, it begins
-	// queued without its session (turn.line) and waits, without its
-	// request, in awaitSession.
-	detached bool
 	// runID names the run when it is known before it starts (an A2A
 	// task's id, also when the turn resumes it); otherwise the run is
 	// named by its invocation id at its first event.
@@ -125,11 +126,13 @@ type turn struct {
 	// ran, with its error: endUnrun calls it before the run ends, so that
 	// whoever waits for that end (a cancel) reads the final record.
 	unrun func(ctx context.Context, err error)
-	// named reports that rec has its id.
-	named bool
 	// invID is the run's invocation id once read (see invocationID).
 	invID string
 	sink  turnSink
+	// drained is the error drain stopped the run with.
+	drained error
+	// named reports that rec has its id.
+	named bool
 	// ownLog: the sink logs the frames its clients see itself (logFrame);
 	// otherwise every event of the run is logged as it is.
 	ownLog bool
@@ -533,17 +536,24 @@ func (t *turn) stop()            { t.rec.Stop() }
 // drain hands every event of a run to t on the caller's goroutine and
 // returns the first error, the run's or the sink's (which stops the run); a run that failed because ctx ended fails with ctx's cause, as in
 // pump (the server shutting down, a task cancelled).
+//
+// The loop's body is a function literal rather than the body of a range
+// over events, which would allocate the loop's state and result besides
+// the function: the result is the turn's (t.drained).
 func drain(ctx context.Context, events iter.Seq2[*sessions.Event, error], t *turn) error {
-	for ev, err := range events {
+	t.drained = nil
+	events(func(ev *sessions.Event, err error) bool {
 		if err == nil {
 			err = t.event(ev)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return context.Cause(ctx)
+				err = context.Cause(ctx)
 			}
-			return err
+			t.drained = err
+			return false
 		}
-	}
-	return nil
+		return true
+	})
+	return t.drained
 }

@@ -162,12 +162,24 @@ func userContent(m *ChatMessage) (*genai.Content, *Error) {
 	if m.Content == nil {
 		return nil, InvalidRequest(".content", "Missing content in a user message.")
 	}
-	var parts []*genai.Part
 	if m.Content.Parts == nil {
-		if m.Content.Text != "" {
-			parts = append(parts, genai.NewPartFromText(m.Content.Text))
+		if m.Content.Text == "" {
+			return nil, nil
 		}
+		// The content, its list of one part and the part (as
+		// genai.NewPartFromText makes it) in one allocation: most turns'
+		// input is one text message.
+		one := &struct {
+			c     genai.Content
+			parts [1]*genai.Part
+			p     genai.Part
+		}{}
+		one.p.Text = m.Content.Text
+		one.parts[0] = &one.p
+		one.c = genai.Content{Role: genai.RoleUser, Parts: one.parts[:]}
+		return &one.c, nil
 	}
+	var parts []*genai.Part
 	for j, p := range m.Content.Parts {
 		part, err := userPart(p)
 		if err != nil {

@@ -118,6 +118,15 @@ type streamedTurn struct {
 
 // NewEncoder returns an encoder for one response.
 func NewEncoder(cfg EncoderConfig) *Encoder {
+	e := new(Encoder)
+	e.Init(cfg)
+	return e
+}
+
+// Init makes e, a zero Encoder, the encoder NewEncoder(cfg) returns, in
+// place: for an encoder that lives in a larger allocation of its
+// caller's (a turn's).
+func (e *Encoder) Init(cfg EncoderConfig) {
 	if cfg.ID == "" {
 		cfg.ID = NewCompletionID()
 	}
@@ -127,9 +136,8 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	if cfg.NewToolCallID == nil {
 		cfg.NewToolCallID = NewToolCallID
 	}
-	e := &Encoder{cfg: cfg}
+	e.cfg = cfg
 	e.events, e.texts, e.choices = e.first.events[:0], e.first.texts[:0], e.first.choices[:0]
-	return e
 }
 
 // Start returns the role chunk ({"role": "assistant", "content": ""}) so it
