@@ -220,6 +220,10 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	}
 
 	own := func(ev *sessions.Event) bool { return ev.Author == a.cfg.Name || ev.Author == "user" }
+	// An event's content, when the model is to see it as it is, goes in
+	// the request itself, unless a callback is handed the request to
+	// rewrite (see withoutThoughts).
+	share := a.cfg.Callbacks.BeforeModel == nil && a.cfg.Callbacks.OnModelError == nil
 	// The calls this agent made and the latest response to each, read at
 	// the first call or response met (a history of text reads none).
 	var ownCalls map[string]bool
@@ -299,7 +303,7 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 			if ev.Author == a.cfg.Name {
 				role = genai.RoleModel
 			}
-			if c := withoutThoughts(role, ev.Content.Parts); c != nil {
+			if c := withoutThoughts(role, ev.Content, share); c != nil {
 				out = append(out, c)
 			}
 		}
@@ -310,10 +314,15 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	return out
 }
 
-// withoutThoughts returns a content of role with the parts that are not
-// thoughts, nil if there are none; one part (the usual case) is held in
-// the content's own room, more in a slice of their number.
-func withoutThoughts(role string, parts []*genai.Part) *genai.Content {
+// withoutThoughts returns a content of role with the parts of c that are
+// not thoughts, nil if there are none. With share, a content that is that
+// already (its role, no thought) is c itself: contents are not modified
+// once made, and the providers copy what they change. Without (a callback
+// may rewrite the request in place, which must not reach the session's
+// event), and for the rest, one part (the usual case) is held in the new
+// content's own room, more in a slice of their number.
+func withoutThoughts(role string, c *genai.Content, share bool) *genai.Content {
+	parts := c.Parts
 	n := 0
 	for _, p := range parts {
 		if !p.Thought {
@@ -323,21 +332,24 @@ func withoutThoughts(role string, parts []*genai.Part) *genai.Content {
 	if n == 0 {
 		return nil
 	}
+	if share && n == len(parts) && c.Role == role {
+		return c
+	}
 	var kept []*genai.Part
-	var c *genai.Content
+	var out *genai.Content
 	if n == 1 {
 		one := new(onePartContent)
-		c, kept = &one.c, one.parts[:0]
+		out, kept = &one.c, one.parts[:0]
 	} else {
-		c, kept = new(genai.Content), make([]*genai.Part, 0, n)
+		out, kept = new(genai.Content), make([]*genai.Part, 0, n)
 	}
 	for _, p := range parts {
 		if !p.Thought {
 			kept = append(kept, p)
 		}
 	}
-	*c = genai.Content{Role: role, Parts: kept}
-	return c
+	*out = genai.Content{Role: role, Parts: kept}
+	return out
 }
 
 // onePartContent is a content and room for its one part, in one
