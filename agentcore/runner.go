@@ -242,9 +242,10 @@ func (r *Run) StartAgent() string {
 }
 
 // runState is what a top-level turn keeps for as long as it runs, in one
-// allocation: the Run handed to the caller, the turn, the request, and
-// what every invocation of the turn shares (its usage, its model-call
-// count, the locks of its sub-conversations).
+// allocation: the Run handed to the caller, the turn, the request, what
+// every invocation of the turn shares (its usage, its model-call count,
+// the locks of its sub-conversations), and its invocation's state (which
+// turn.begin would allocate otherwise).
 type runState struct {
 	run      Run
 	usage    usageTotal
@@ -252,6 +253,7 @@ type runState struct {
 	req      RunRequest
 	llmCalls atomic.Int64
 	subLocks sync.Map
+	inv      invState
 }
 
 // Run starts a user turn.
@@ -260,7 +262,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	rs.run.usage = &rs.usage
 	rs.t = turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &rs.llmCalls, usage: &rs.usage,
 		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: &rs.run,
-		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks}
+		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks, st: &rs.inv}
 	rs.run.events = func(yield func(*sessions.Event, error) bool) { r.events(ctx, rs, yield) }
 	return &rs.run
 }
@@ -336,6 +338,10 @@ type turn struct {
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
+	// st, when set, is the room for the invocation's state, which begin
+	// takes (once) instead of allocating it: a Runner's turn has it in
+	// its runState.
+	st *invState
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
@@ -395,8 +401,12 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	}
 	// The invocation, what its agents share, its live session, its
 	// parameters and its log attributes live as long as one another: one
-	// allocation.
-	st := &invState{}
+	// allocation (for a Runner's turn, the runState's room for them).
+	st := t.st
+	if st == nil {
+		st = &invState{}
+	}
+	t.st = nil
 	st.logCtx.init(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
 	ctx = &st.logCtx
 	if t.out != nil {
