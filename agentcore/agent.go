@@ -121,6 +121,9 @@ type invShared struct {
 	overrides   *Overrides
 	subLocks    *sync.Map
 
+	// ids makes the random ids of the invocation's events (see newID).
+	ids *idArena
+
 	// agentLog is the log context of the first LLM agent of the
 	// invocation that runs (agentLogTaken), made in the invocation's
 	// allocation: see withAgentLogAttrs.
@@ -169,6 +172,15 @@ func (s *services) newInvocationID() string {
 		return newPrefixedUUID("e-")
 	}
 	return NewInvocationID(s.newID())
+}
+
+// newID is the id of a new event of the invocation: svc.newID's, made by
+// the invocation's ids when they are random.
+func (sh *invShared) newID() string {
+	if sh.svc.randomIDs {
+		return sh.ids.next()
+	}
+	return sh.svc.newID()
 }
 
 // usageTotal sums the usage of a run's model calls. Each sum is a record
@@ -227,6 +239,8 @@ type invState struct {
 	ps   paramState
 	// logCtx is the context of the turn's log attributes (turn.begin).
 	logCtx logCtx
+	// ids makes the invocation's random ids (invShared.ids).
+	ids idArena
 	// How the agent's run ended (turn.runInto): its error, or the
 	// consumer stopped.
 	runErr  error
@@ -301,7 +315,7 @@ func (inv *Invocation) withBranch(a Agent, branch string) *Invocation {
 // NewEvent returns an event of this invocation authored by the current
 // agent, with a fresh id and timestamp.
 func (inv *Invocation) NewEvent() *sessions.Event {
-	ev := &sessions.Event{ID: inv.sh.svc.newID()}
+	ev := &sessions.Event{ID: inv.sh.newID()}
 	inv.stamp(ev)
 	return ev
 }

@@ -400,8 +400,9 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		invID = t.invID
 	}
 	// The invocation, what its agents share, its live session, its
-	// parameters and its log attributes live as long as one another: one
-	// allocation (for a Runner's turn, the runState's room for them).
+	// parameters, its log attributes and its ids' maker live as long as
+	// one another: one allocation (for a Runner's turn, the runState's
+	// room for them).
 	st := t.st
 	if st == nil {
 		st = &invState{}
@@ -418,7 +419,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	st.live.lease = t.lease
 	st.sh = invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &st.live,
 		llmCalls: t.llmCalls, usage: t.usage, params: t.params, clientTools: t.clientTools,
-		overrides: t.overrides, subLocks: t.subLocks}
+		overrides: t.overrides, subLocks: t.subLocks, ids: &st.ids}
 	st.inv = Invocation{id: invID, agent: target, userContent: msg, sh: &st.sh, resume: resume}
 	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
 	sh, inv := &st.sh, &st.inv
@@ -427,7 +428,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		return ctx, nil, err
 	}
 	if userMsg != nil || len(delta) > 0 {
-		ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
+		ev := &sessions.Event{ID: sh.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
 		ev.Actions.StateDelta = delta
 		if err := inv.persist(ctx, ev); err != nil {
 			return ctx, nil, err
