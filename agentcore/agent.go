@@ -16,6 +16,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,6 +230,13 @@ type liveSession struct {
 func (l *liveSession) init(sess *sessions.Session, store sessions.Service) {
 	l.sess = sess
 	l.batch, _ = store.(sessions.BatchAppender)
+	if l.batch != nil {
+		// The turn applies its events to sess itself (persist): room
+		// for the two of a turn that calls no function, the user's
+		// message and the reply, made at once and not one after the
+		// other (an append that grows the slice grows it as much).
+		sess.Events = slices.Grow(sess.Events, 2)
+	}
 }
 
 // invState is what a turn allocates for its invocation (see turn.begin).
