@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -509,7 +510,16 @@ func (l *liveSession) flush(ctx context.Context) error {
 	} else {
 		scratch = &sessions.Session{}
 	}
-	scratch.ID, scratch.AppName, scratch.UserID, scratch.State = l.sess.ID, l.sess.AppName, l.sess.UserID, map[string]any{}
+	scratch.ID, scratch.AppName, scratch.UserID = l.sess.ID, l.sess.AppName, l.sess.UserID
+	// The store applies the events to the scratch as sessions.ApplyEvent
+	// does, which writes to its state only their state deltas: without
+	// any, l.sess's own state (made by the events' ApplyEvent) serves,
+	// and is left as it is.
+	if slices.ContainsFunc(evs, hasStateDelta) || l.sess.State == nil {
+		scratch.State = map[string]any{}
+	} else {
+		scratch.State = l.sess.State
+	}
 	l.mu.Unlock()
 	var err error
 	if ra, ok := l.batch.(sessions.ReleasingAppender); ok && l.lease != nil {
@@ -522,6 +532,9 @@ func (l *liveSession) flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// hasStateDelta reports whether ev changes the session's state.
+func hasStateDelta(ev *sessions.Event) bool { return len(ev.Actions.StateDelta) > 0 }
 
 // route decides which agent handles the turn. Function responses resume the
 // invocation that made the calls (routing responses for calls inside
