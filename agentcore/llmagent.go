@@ -302,12 +302,12 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 				return false
 			}
 		}
-		req, err := a.buildRequest(ctx, inv, tools)
+		mr, err := a.buildRequest(ctx, inv, tools)
 		if err != nil {
 			yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, err))
 			return false
 		}
-		modelEv, ok := a.callModel(ctx, inv, req, yield)
+		modelEv, ok := a.callModel(ctx, inv, mr, yield)
 		if !ok {
 			return false
 		}
@@ -514,14 +514,16 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 	return tt, nil
 }
 
-// callModel makes one model call, yielding partial events, and returns the
-// final model event (not yet yielded). ok is false when the run must end.
-func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Request, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
+// callModel makes one model call, of mr's request, yielding partial
+// events, and returns the final model event (not yet yielded). ok is false
+// when the run must end.
+func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequest, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
 	// Only the model call itself is in this function: its frame stays on
 	// the stack under every delta of the answer (a push iterator runs its
 	// consumer on the producer's stack) and, for a stream, under the whole
 	// wait for the model; the callbacks and the bookkeeping around it are in
 	// functions that return before it (see docs/benchmarks-memory.md).
+	req := &mr.req
 	cc := a.modelCallbackContext(inv)
 	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
 	if ev != nil || !ok {
@@ -533,12 +535,9 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 		mctx, traced := a.modelStart(ctx, inv, sent)
 		// The loop's body is a closure that escapes (to the model), so
 		// every variable it assigns, and the function's results when it
-		// returns, go to the heap; it assigns only out, one allocation.
-		var out struct {
-			final   *model.Response
-			err     error
-			stopped bool // the consumer stopped at a partial event
-		}
+		// returns, go to the heap; it assigns only what out points to,
+		// in the request's allocation.
+		out := &mr.out
 		for resp, err := range a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming) {
 			if err != nil {
 				out.err = err

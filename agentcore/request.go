@@ -16,7 +16,7 @@ import (
 // buildRequest assembles one model request in the seed's order: system
 // instruction (static prefix, or global + instruction + roster), output
 // schema, tools, then the history per include_contents.
-func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*model.Request, error) {
+func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*modelRequest, error) {
 	mr := &modelRequest{}
 	cfg := &mr.cfg
 	if a.cfg.GenerateConfig != nil {
@@ -102,17 +102,28 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 			}
 		}
 	}
-	return req, nil
+	return mr, nil
 }
 
 // modelRequest is what buildRequest allocates for one model request, in
-// one allocation: the request, its config and its system instruction.
+// one allocation: the request, its config, its system instruction, and
+// what callModel's loop over the model's responses records.
 type modelRequest struct {
 	req      model.Request
 	cfg      genai.GenerateContentConfig
 	sys      genai.Content
 	sysParts [1]*genai.Part
 	sysPart  genai.Part
+	out      modelOut
+}
+
+// modelOut is what callModel's loop over a model call's responses
+// records. The loop's body is a closure that escapes (to the model): a
+// variable it assigns would be an allocation of its own.
+type modelOut struct {
+	final   *model.Response
+	err     error
+	stopped bool // the consumer stopped at a partial event
 }
 
 // system returns the request's system instruction, text.
