@@ -169,13 +169,16 @@ func (a *LlmAgent) Config() LlmConfig { return a.cfg }
 
 // Run implements Agent.
 func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
-	return func(yield func(*sessions.Event, error) bool) {
-		// The callbacks are in functions of their own, out of this frame,
-		// which stays on the stack under the whole run (see callModel).
-		ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
-		if ok && a.loop(ctx, inv, yield) {
-			a.afterAgent(ctx, inv, yield)
-		}
+	return func(yield func(*sessions.Event, error) bool) { a.run(ctx, inv, yield) }
+}
+
+// run is Run's sequence, called with its yield (see runAgentWith).
+func (a *LlmAgent) run(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) {
+	// The callbacks are in functions of their own, out of this frame,
+	// which stays on the stack under the whole run (see callModel).
+	ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
+	if ok && a.loop(ctx, inv, yield) {
+		a.afterAgent(ctx, inv, yield)
 	}
 }
 

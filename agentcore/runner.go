@@ -363,23 +363,26 @@ func (t *turn) runInto(ctx context.Context, sess *sessions.Session, msg *genai.C
 		return false
 	}
 	// The loop's outcome is kept in st, which the loop's body shares
-	// with this frame: no variables of their own on the heap.
+	// with this frame: no variables of their own on the heap. The body
+	// is a function of its own, which runAgentWith may hand the agent
+	// straight.
 	inv := &st.inv
-	for ev, err := range runAgent(ctx, inv.agent, inv) {
+	runAgentWith(ctx, inv.agent, inv, func(ev *sessions.Event, err error) bool {
 		if err != nil {
 			st.runErr = err
-			break
+			return false
 		}
 		if !ev.Partial && ev.InvocationID == inv.id {
 			if st.runErr = inv.persist(ctx, ev); st.runErr != nil {
-				break
+				return false
 			}
 		}
 		if !yield(ev, nil) {
 			st.stopped = true
-			break
+			return false
 		}
-	}
+		return true
+	})
 	runErr := t.end(ctx, inv, st.stopped, st.runErr)
 	if runErr != nil && !st.stopped {
 		yield(nil, runErr)
