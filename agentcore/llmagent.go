@@ -536,24 +536,25 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequ
 		start := time.Now()
 		sent := inv.redactRequest(req)
 		mctx, traced := a.modelStart(ctx, inv, sent)
-		// The loop's body is a closure that escapes (to the model), so
-		// every variable it assigns, and the function's results when it
-		// returns, go to the heap; it assigns only what out points to,
-		// in the request's allocation.
+		// The responses' sequence is called with a function of its own,
+		// not ranged over: a range's body is a closure as well, and when
+		// it escapes (to the model), so does the loop's state, an
+		// allocation of its own. The function escapes, so every
+		// variable it assigns would go to the heap; it assigns only what
+		// out points to, in the request's allocation.
 		out := &mr.out
-		for resp, err := range a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming) {
-			if err != nil {
+		a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming)(func(resp *model.Response, err error) bool {
+			switch {
+			case err != nil:
 				out.err = err
-				break
-			}
-			if resp.Partial {
-				if out.stopped = !yieldPartial(inv, resp, yield); out.stopped {
-					break
-				}
-				continue
+				return false
+			case resp.Partial:
+				out.stopped = !yieldPartial(inv, resp, yield)
+				return !out.stopped
 			}
 			out.final = resp
-		}
+			return true
+		})
 		if out.stopped {
 			modelEnd(mctx, inv, traced, ModelResult{Err: context.Canceled})
 			return nil, false
