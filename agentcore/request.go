@@ -43,7 +43,7 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if note := a.paramsNote(inv); note != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, note)
 	}
-	contents := a.contents(inv)
+	contents := a.contents(inv, mr.contents[:0])
 	if a.cfg.StaticInstruction != "" {
 		cfg.SystemInstruction = mr.system(a.cfg.StaticInstruction)
 		if dynamic != "" {
@@ -106,8 +106,9 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 }
 
 // modelRequest is what buildRequest allocates for one model request, in
-// one allocation: the request, its config, its system instruction, and
-// what callModel's loop over the model's responses records.
+// one allocation: the request, its config, its system instruction, the
+// contents of a short conversation, and what callModel's loop over the
+// model's responses records.
 type modelRequest struct {
 	req      model.Request
 	cfg      genai.GenerateContentConfig
@@ -115,6 +116,9 @@ type modelRequest struct {
 	sysParts [1]*genai.Part
 	sysPart  genai.Part
 	out      modelOut
+	// contents is room for the request's contents (see contents): eight,
+	// in what the allocation's size class leaves beyond the rest.
+	contents [8]*genai.Content
 }
 
 // modelOut is what callModel's loop over a model call's responses
@@ -201,8 +205,9 @@ func joinNonEmpty(sep, a, b string) string {
 //
 // The latest compaction event's summary stands in for every event before
 // it up to its endTimestamp (see compacted); include_contents none leaves
-// the summary out with the rest of the history.
-func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
+// the summary out with the rest of the history. The contents are made in
+// room when they fit.
+func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Content {
 	var evs []*sessions.Event
 	all, summary := compacted(inv.Events())
 	for _, ev := range all {
@@ -213,7 +218,10 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	}
 	// Room for a content an event (an own call's event takes two: grown
 	// then), the summary and the dynamic instruction buildRequest may add.
-	out := make([]*genai.Content, 0, len(evs)+2)
+	out := room
+	if cap(out) < len(evs)+2 {
+		out = make([]*genai.Content, 0, len(evs)+2)
+	}
 	if summary != nil && a.cfg.IncludeContents != IncludeNone {
 		out = append(out, summary)
 	}
