@@ -16,6 +16,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,9 @@ type invShared struct {
 	overrides   *Overrides
 	subLocks    *sync.Map
 
+	// ids makes the random ids of the invocation's events (see newID).
+	ids *idArena
+
 	// agentLog is the log context of the first LLM agent of the
 	// invocation that runs (agentLogTaken), made in the invocation's
 	// allocation: see withAgentLogAttrs.
@@ -171,6 +175,15 @@ func (s *services) newInvocationID() string {
 	return NewInvocationID(s.newID())
 }
 
+// newID is the id of a new event of the invocation: svc.newID's, made by
+// the invocation's ids when they are random.
+func (sh *invShared) newID() string {
+	if sh.svc.randomIDs {
+		return sh.ids.next()
+	}
+	return sh.svc.newID()
+}
+
 // usageTotal sums the usage of a run's model calls. Each sum is a record
 // of its own (model.AddUsage), never changed once stored, so get hands out
 // the record itself.
@@ -217,6 +230,13 @@ type liveSession struct {
 func (l *liveSession) init(sess *sessions.Session, store sessions.Service) {
 	l.sess = sess
 	l.batch, _ = store.(sessions.BatchAppender)
+	if l.batch != nil {
+		// The turn applies its events to sess itself (persist): room
+		// for the two of a turn that calls no function, the user's
+		// message and the reply, made at once and not one after the
+		// other (an append that grows the slice grows it as much).
+		sess.Events = slices.Grow(sess.Events, 2)
+	}
 }
 
 // invState is what a turn allocates for its invocation (see turn.begin).
@@ -227,6 +247,8 @@ type invState struct {
 	ps   paramState
 	// logCtx is the context of the turn's log attributes (turn.begin).
 	logCtx logCtx
+	// ids makes the invocation's random ids (invShared.ids).
+	ids idArena
 	// How the agent's run ended (turn.runInto): its error, or the
 	// consumer stopped.
 	runErr  error
@@ -301,7 +323,7 @@ func (inv *Invocation) withBranch(a Agent, branch string) *Invocation {
 // NewEvent returns an event of this invocation authored by the current
 // agent, with a fresh id and timestamp.
 func (inv *Invocation) NewEvent() *sessions.Event {
-	ev := &sessions.Event{ID: inv.sh.svc.newID()}
+	ev := &sessions.Event{ID: inv.sh.newID()}
 	inv.stamp(ev)
 	return ev
 }

@@ -3,6 +3,7 @@ package agentcore
 import (
 	"crypto/rand"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -61,6 +62,40 @@ func newPrefixedUUID(prefix string) string {
 		return prefix + string(appendUUID(nil, &u))
 	}
 	return string(appendUUID(buf[:n], &u))
+}
+
+// idArena makes the random ids of one invocation's events (newUUID's
+// form) in shared buffers, each with room for a few ids, so that a turn's
+// event ids (the user's message's, the reply's) are one allocation
+// between them, not one each. An id keeps its whole buffer alive, which
+// costs nothing while the events are kept together, as a session keeps
+// an invocation's events. The invocation's own id is not made here: it
+// outlives the turn on its own (the run records kept by it), and would
+// keep the buffer alive. The zero value is ready to use; safe for
+// concurrent use (parallel branches make events at once).
+type idArena struct {
+	mu sync.Mutex
+	// room is what is left of the current buffer: bytes beyond the ids
+	// handed out, which appends write and nothing else does.
+	room []byte
+}
+
+// idArenaSize is the room of a buffer: the ids of the two events of a
+// turn that calls no function.
+const idArenaSize = 2 * 36
+
+// next is a new random UUID, as newUUID makes it, in the arena's buffer.
+func (a *idArena) next() string {
+	u := randomUUID()
+	a.mu.Lock()
+	if cap(a.room) < 36 {
+		a.room = make([]byte, 0, idArenaSize)
+	}
+	b := appendUUID(a.room, &u)
+	a.room = b[36:36:cap(b)]
+	a.mu.Unlock()
+	// The id's bytes are written once, here, and never after.
+	return unsafe.String(unsafe.SliceData(b), 36)
 }
 
 // randomUUID is a new random (version 4) UUID's bytes, from crypto/rand.

@@ -169,13 +169,16 @@ func (a *LlmAgent) Config() LlmConfig { return a.cfg }
 
 // Run implements Agent.
 func (a *LlmAgent) Run(ctx context.Context, inv *Invocation) iter.Seq2[*sessions.Event, error] {
-	return func(yield func(*sessions.Event, error) bool) {
-		// The callbacks are in functions of their own, out of this frame,
-		// which stays on the stack under the whole run (see callModel).
-		ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
-		if ok && a.loop(ctx, inv, yield) {
-			a.afterAgent(ctx, inv, yield)
-		}
+	return func(yield func(*sessions.Event, error) bool) { a.run(ctx, inv, yield) }
+}
+
+// run is Run's sequence, called with its yield (see runAgentWith).
+func (a *LlmAgent) run(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) {
+	// The callbacks are in functions of their own, out of this frame,
+	// which stays on the stack under the whole run (see callModel).
+	ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
+	if ok && a.loop(ctx, inv, yield) {
+		a.afterAgent(ctx, inv, yield)
 	}
 }
 
@@ -302,12 +305,12 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 				return false
 			}
 		}
-		req, err := a.buildRequest(ctx, inv, tools)
+		mr, err := a.buildRequest(ctx, inv, tools)
 		if err != nil {
 			yield(nil, fmt.Errorf("agent %s: %w", a.cfg.Name, err))
 			return false
 		}
-		modelEv, ok := a.callModel(ctx, inv, req, yield)
+		modelEv, ok := a.callModel(ctx, inv, mr, yield)
 		if !ok {
 			return false
 		}
@@ -514,14 +517,16 @@ func (a *LlmAgent) tools(ctx context.Context, inv *Invocation) (*turnTools, erro
 	return tt, nil
 }
 
-// callModel makes one model call, yielding partial events, and returns the
-// final model event (not yet yielded). ok is false when the run must end.
-func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Request, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
+// callModel makes one model call, of mr's request, yielding partial
+// events, and returns the final model event (not yet yielded). ok is false
+// when the run must end.
+func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequest, yield func(*sessions.Event, error) bool) (*sessions.Event, bool) {
 	// Only the model call itself is in this function: its frame stays on
 	// the stack under every delta of the answer (a push iterator runs its
 	// consumer on the producer's stack) and, for a stream, under the whole
 	// wait for the model; the callbacks and the bookkeeping around it are in
 	// functions that return before it (see docs/benchmarks-memory.md).
+	req := &mr.req
 	cc := a.modelCallbackContext(inv)
 	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
 	if ev != nil || !ok {
@@ -531,27 +536,25 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, req *model.Re
 		start := time.Now()
 		sent := inv.redactRequest(req)
 		mctx, traced := a.modelStart(ctx, inv, sent)
-		// The loop's body is a closure that escapes (to the model), so
-		// every variable it assigns, and the function's results when it
-		// returns, go to the heap; it assigns only out, one allocation.
-		var out struct {
-			final   *model.Response
-			err     error
-			stopped bool // the consumer stopped at a partial event
-		}
-		for resp, err := range a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming) {
-			if err != nil {
+		// The responses' sequence is called with a function of its own,
+		// not ranged over: a range's body is a closure as well, and when
+		// it escapes (to the model), so does the loop's state, an
+		// allocation of its own. The function escapes, so every
+		// variable it assigns would go to the heap; it assigns only what
+		// out points to, in the request's allocation.
+		out := &mr.out
+		a.cfg.Model.GenerateContent(mctx, sent, inv.sh.cfg.Streaming)(func(resp *model.Response, err error) bool {
+			switch {
+			case err != nil:
 				out.err = err
-				break
-			}
-			if resp.Partial {
-				if out.stopped = !yieldPartial(inv, resp, yield); out.stopped {
-					break
-				}
-				continue
+				return false
+			case resp.Partial:
+				out.stopped = !yieldPartial(inv, resp, yield)
+				return !out.stopped
 			}
 			out.final = resp
-		}
+			return true
+		})
 		if out.stopped {
 			modelEnd(mctx, inv, traced, ModelResult{Err: context.Canceled})
 			return nil, false

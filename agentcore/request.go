@@ -16,7 +16,7 @@ import (
 // buildRequest assembles one model request in the seed's order: system
 // instruction (static prefix, or global + instruction + roster), output
 // schema, tools, then the history per include_contents.
-func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*model.Request, error) {
+func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *turnTools) (*modelRequest, error) {
 	mr := &modelRequest{}
 	cfg := &mr.cfg
 	if a.cfg.GenerateConfig != nil {
@@ -43,7 +43,7 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if note := a.paramsNote(inv); note != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, note)
 	}
-	contents := a.contents(inv)
+	contents := a.contents(inv, mr.contents[:0])
 	if a.cfg.StaticInstruction != "" {
 		cfg.SystemInstruction = mr.system(a.cfg.StaticInstruction)
 		if dynamic != "" {
@@ -102,17 +102,32 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 			}
 		}
 	}
-	return req, nil
+	return mr, nil
 }
 
 // modelRequest is what buildRequest allocates for one model request, in
-// one allocation: the request, its config and its system instruction.
+// one allocation: the request, its config, its system instruction, the
+// contents of a short conversation, and what callModel's loop over the
+// model's responses records.
 type modelRequest struct {
 	req      model.Request
 	cfg      genai.GenerateContentConfig
 	sys      genai.Content
 	sysParts [1]*genai.Part
 	sysPart  genai.Part
+	out      modelOut
+	// contents is room for the request's contents (see contents): eight,
+	// in what the allocation's size class leaves beyond the rest.
+	contents [8]*genai.Content
+}
+
+// modelOut is what callModel's loop over a model call's responses
+// records. The loop's body is a closure that escapes (to the model): a
+// variable it assigns would be an allocation of its own.
+type modelOut struct {
+	final   *model.Response
+	err     error
+	stopped bool // the consumer stopped at a partial event
 }
 
 // system returns the request's system instruction, text.
@@ -190,8 +205,9 @@ func joinNonEmpty(sep, a, b string) string {
 //
 // The latest compaction event's summary stands in for every event before
 // it up to its endTimestamp (see compacted); include_contents none leaves
-// the summary out with the rest of the history.
-func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
+// the summary out with the rest of the history. The contents are made in
+// room when they fit.
+func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Content {
 	var evs []*sessions.Event
 	all, summary := compacted(inv.Events())
 	for _, ev := range all {
@@ -202,7 +218,10 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	}
 	// Room for a content an event (an own call's event takes two: grown
 	// then), the summary and the dynamic instruction buildRequest may add.
-	out := make([]*genai.Content, 0, len(evs)+2)
+	out := room
+	if cap(out) < len(evs)+2 {
+		out = make([]*genai.Content, 0, len(evs)+2)
+	}
 	if summary != nil && a.cfg.IncludeContents != IncludeNone {
 		out = append(out, summary)
 	}
@@ -220,6 +239,10 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	}
 
 	own := func(ev *sessions.Event) bool { return ev.Author == a.cfg.Name || ev.Author == "user" }
+	// An event's content, when the model is to see it as it is, goes in
+	// the request itself, unless a callback is handed the request to
+	// rewrite (see withoutThoughts).
+	share := a.cfg.Callbacks.BeforeModel == nil && a.cfg.Callbacks.OnModelError == nil
 	// The calls this agent made and the latest response to each, read at
 	// the first call or response met (a history of text reads none).
 	var ownCalls map[string]bool
@@ -299,7 +322,7 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 			if ev.Author == a.cfg.Name {
 				role = genai.RoleModel
 			}
-			if c := withoutThoughts(role, ev.Content.Parts); c != nil {
+			if c := withoutThoughts(role, ev.Content, share); c != nil {
 				out = append(out, c)
 			}
 		}
@@ -310,10 +333,15 @@ func (a *LlmAgent) contents(inv *Invocation) []*genai.Content {
 	return out
 }
 
-// withoutThoughts returns a content of role with the parts that are not
-// thoughts, nil if there are none; one part (the usual case) is held in
-// the content's own room, more in a slice of their number.
-func withoutThoughts(role string, parts []*genai.Part) *genai.Content {
+// withoutThoughts returns a content of role with the parts of c that are
+// not thoughts, nil if there are none. With share, a content that is that
+// already (its role, no thought) is c itself: contents are not modified
+// once made, and the providers copy what they change. Without (a callback
+// may rewrite the request in place, which must not reach the session's
+// event), and for the rest, one part (the usual case) is held in the new
+// content's own room, more in a slice of their number.
+func withoutThoughts(role string, c *genai.Content, share bool) *genai.Content {
+	parts := c.Parts
 	n := 0
 	for _, p := range parts {
 		if !p.Thought {
@@ -323,21 +351,24 @@ func withoutThoughts(role string, parts []*genai.Part) *genai.Content {
 	if n == 0 {
 		return nil
 	}
+	if share && n == len(parts) && c.Role == role {
+		return c
+	}
 	var kept []*genai.Part
-	var c *genai.Content
+	var out *genai.Content
 	if n == 1 {
 		one := new(onePartContent)
-		c, kept = &one.c, one.parts[:0]
+		out, kept = &one.c, one.parts[:0]
 	} else {
-		c, kept = new(genai.Content), make([]*genai.Part, 0, n)
+		out, kept = new(genai.Content), make([]*genai.Part, 0, n)
 	}
 	for _, p := range parts {
 		if !p.Thought {
 			kept = append(kept, p)
 		}
 	}
-	*c = genai.Content{Role: role, Parts: kept}
-	return c
+	*out = genai.Content{Role: role, Parts: kept}
+	return out
 }
 
 // onePartContent is a content and room for its one part, in one

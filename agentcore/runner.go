@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,9 +243,10 @@ func (r *Run) StartAgent() string {
 }
 
 // runState is what a top-level turn keeps for as long as it runs, in one
-// allocation: the Run handed to the caller, the turn, the request, and
-// what every invocation of the turn shares (its usage, its model-call
-// count, the locks of its sub-conversations).
+// allocation: the Run handed to the caller, the turn, the request, what
+// every invocation of the turn shares (its usage, its model-call count,
+// the locks of its sub-conversations), and its invocation's state (which
+// turn.begin would allocate otherwise).
 type runState struct {
 	run      Run
 	usage    usageTotal
@@ -252,6 +254,7 @@ type runState struct {
 	req      RunRequest
 	llmCalls atomic.Int64
 	subLocks sync.Map
+	inv      invState
 }
 
 // Run starts a user turn.
@@ -260,7 +263,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	rs.run.usage = &rs.usage
 	rs.t = turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &rs.llmCalls, usage: &rs.usage,
 		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: &rs.run,
-		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks}
+		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks, st: &rs.inv}
 	rs.run.events = func(yield func(*sessions.Event, error) bool) { r.events(ctx, rs, yield) }
 	return &rs.run
 }
@@ -336,6 +339,10 @@ type turn struct {
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
+	// st, when set, is the room for the invocation's state, which begin
+	// takes (once) instead of allocating it: a Runner's turn has it in
+	// its runState.
+	st *invState
 }
 
 func (t *turn) run(ctx context.Context, sess *sessions.Session, msg *genai.Content, delta map[string]any) iter.Seq2[*sessions.Event, error] {
@@ -356,23 +363,26 @@ func (t *turn) runInto(ctx context.Context, sess *sessions.Session, msg *genai.C
 		return false
 	}
 	// The loop's outcome is kept in st, which the loop's body shares
-	// with this frame: no variables of their own on the heap.
+	// with this frame: no variables of their own on the heap. The body
+	// is a function of its own, which runAgentWith may hand the agent
+	// straight.
 	inv := &st.inv
-	for ev, err := range runAgent(ctx, inv.agent, inv) {
+	runAgentWith(ctx, inv.agent, inv, func(ev *sessions.Event, err error) bool {
 		if err != nil {
 			st.runErr = err
-			break
+			return false
 		}
 		if !ev.Partial && ev.InvocationID == inv.id {
 			if st.runErr = inv.persist(ctx, ev); st.runErr != nil {
-				break
+				return false
 			}
 		}
 		if !yield(ev, nil) {
 			st.stopped = true
-			break
+			return false
 		}
-	}
+		return true
+	})
 	runErr := t.end(ctx, inv, st.stopped, st.runErr)
 	if runErr != nil && !st.stopped {
 		yield(nil, runErr)
@@ -394,9 +404,14 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		invID = t.invID
 	}
 	// The invocation, what its agents share, its live session, its
-	// parameters and its log attributes live as long as one another: one
-	// allocation.
-	st := &invState{}
+	// parameters, its log attributes and its ids' maker live as long as
+	// one another: one allocation (for a Runner's turn, the runState's
+	// room for them).
+	st := t.st
+	if st == nil {
+		st = &invState{}
+	}
+	t.st = nil
 	st.logCtx.init(ctx, slog.String("session_id", sess.ID), slog.String("invocation_id", invID))
 	ctx = &st.logCtx
 	if t.out != nil {
@@ -408,7 +423,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	st.live.lease = t.lease
 	st.sh = invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &st.live,
 		llmCalls: t.llmCalls, usage: t.usage, params: t.params, clientTools: t.clientTools,
-		overrides: t.overrides, subLocks: t.subLocks}
+		overrides: t.overrides, subLocks: t.subLocks, ids: &st.ids}
 	st.inv = Invocation{id: invID, agent: target, userContent: msg, sh: &st.sh, resume: resume}
 	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
 	sh, inv := &st.sh, &st.inv
@@ -417,7 +432,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 		return ctx, nil, err
 	}
 	if userMsg != nil || len(delta) > 0 {
-		ev := &sessions.Event{ID: t.svc.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
+		ev := &sessions.Event{ID: sh.newID(), InvocationID: invID, Author: "user", Timestamp: t.svc.now(), Content: userMsg}
 		ev.Actions.StateDelta = delta
 		if err := inv.persist(ctx, ev); err != nil {
 			return ctx, nil, err
@@ -498,7 +513,16 @@ func (l *liveSession) flush(ctx context.Context) error {
 	} else {
 		scratch = &sessions.Session{}
 	}
-	scratch.ID, scratch.AppName, scratch.UserID, scratch.State = l.sess.ID, l.sess.AppName, l.sess.UserID, map[string]any{}
+	scratch.ID, scratch.AppName, scratch.UserID = l.sess.ID, l.sess.AppName, l.sess.UserID
+	// The store applies the events to the scratch as sessions.ApplyEvent
+	// does, which writes to its state only their state deltas: without
+	// any, l.sess's own state (made by the events' ApplyEvent) serves,
+	// and is left as it is.
+	if slices.ContainsFunc(evs, hasStateDelta) || l.sess.State == nil {
+		scratch.State = map[string]any{}
+	} else {
+		scratch.State = l.sess.State
+	}
 	l.mu.Unlock()
 	var err error
 	if ra, ok := l.batch.(sessions.ReleasingAppender); ok && l.lease != nil {
@@ -511,6 +535,9 @@ func (l *liveSession) flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// hasStateDelta reports whether ev changes the session's state.
+func hasStateDelta(ev *sessions.Event) bool { return len(ev.Actions.StateDelta) > 0 }
 
 // route decides which agent handles the turn. Function responses resume the
 // invocation that made the calls (routing responses for calls inside

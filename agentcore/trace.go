@@ -136,6 +136,17 @@ func runAgent(ctx context.Context, a Agent, inv *Invocation) iter.Seq2[*sessions
 	}
 }
 
+// runAgentWith runs agent a on inv as a range over runAgent's sequence
+// with yield as its body does. An untraced LLM agent runs straight into
+// yield, without the sequence, which would be an allocation of its own.
+func runAgentWith(ctx context.Context, a Agent, inv *Invocation, yield func(*sessions.Event, error) bool) {
+	if la, ok := a.(*LlmAgent); ok && inv.sh.svc.tracer == nil {
+		la.run(ctx, inv, yield)
+		return
+	}
+	runAgent(ctx, a, inv)(yield)
+}
+
 // modelStart begins a traced model call: the context the call runs with,
 // and the call's description for modelEnd (nil when not traced).
 //

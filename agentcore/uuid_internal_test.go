@@ -2,7 +2,9 @@ package agentcore
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/google/uuid"
 )
@@ -74,4 +76,48 @@ func BenchmarkNewUUID(b *testing.B) {
 			_ = newPrefixedUUID("e-")
 		}
 	})
+}
+
+// An idArena's ids are newUUID's, canonical v4 UUIDs, each distinct, and
+// none changed by the ids made after it, in the same buffer or the next,
+// from several goroutines at once.
+func TestIDArena(t *testing.T) {
+	var a idArena
+	out := make(chan string)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				out <- a.next()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(out) }()
+	var all []string
+	seen := map[string]bool{}
+	for id := range out {
+		all = append(all, id)
+		if seen[id] {
+			t.Fatalf("%q made twice", id)
+		}
+		seen[id] = true
+	}
+	for _, id := range all { // checked once every id is made
+		if u, err := uuid.Parse(id); err != nil || u.String() != id || u.Version() != 4 {
+			t.Fatalf("%q is not a canonical v4 UUID (%v)", id, err)
+		}
+	}
+}
+
+// A turn's two event ids are made in one buffer, one after the other.
+func TestIDArenaSharesABuffer(t *testing.T) {
+	var a idArena
+	user, reply := a.next(), a.next()
+	p, q := uintptr(unsafe.Pointer(unsafe.StringData(user))), uintptr(unsafe.Pointer(unsafe.StringData(reply)))
+	if q != p+36 {
+		t.Fatalf("ids at %#x and %#x: not one after the other in one buffer", p, q)
+	}
+	if cap(a.room) != 0 {
+		t.Fatalf("room for %d bytes left after a turn's two ids, want none", cap(a.room))
+	}
 }
