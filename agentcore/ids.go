@@ -2,7 +2,9 @@ package agentcore
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -66,11 +68,44 @@ func newPrefixedUUID(prefix string) string {
 // randomUUID is a new random (version 4) UUID's bytes, from crypto/rand.
 func randomUUID() [16]byte {
 	var u [16]byte
-	_, _ = rand.Read(u[:])  // never fails (crypto/rand)
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand)
+	return versionUUID(u)
+}
+
+// versionUUID marks u's random bits as a version 4 UUID.
+func versionUUID(u [16]byte) [16]byte {
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	return u
 }
+
+// batchedUUID is randomUUID from bytes crypto/rand gave a batch at a
+// time, each used once (see randBatches): for the ids of partial events,
+// one a streamed delta, where a read of crypto/rand each (a system call
+// on Linux) was most of what making the event cost. The ids are as
+// random and as unique; only ids that name nothing a client must keep
+// secret are made so (google/uuid's EnableRandPool is the same pool).
+func batchedUUID() [16]byte {
+	rb := randBatches.Get().(*randBatch)
+	if rb.next == len(rb.b) {
+		_, _ = rand.Read(rb.b[:]) // never fails (crypto/rand)
+		rb.next = 0
+	}
+	u := [16]byte(rb.b[rb.next:])
+	rb.next += len(u)
+	randBatches.Put(rb)
+	return versionUUID(u)
+}
+
+// randBatch is random bytes from crypto/rand, used from next on; a
+// goroutine holds it between randBatches.Get and Put, so no two ids take
+// the same bytes.
+type randBatch struct {
+	b    [16 * 16]byte
+	next int
+}
+
+var randBatches = sync.Pool{New: func() any { return &randBatch{next: 16 * 16} }}
 
 // eventWithID is an event and the bytes of its random id (newUUID's form)
 // in one allocation: the id's string points into id, written once before
@@ -86,8 +121,8 @@ type eventWithID struct {
 // (see Invocation.newPartialEvent).
 func newEventWithID() *sessions.Event {
 	e := new(eventWithID)
-	u := randomUUID()
-	appendUUID(e.id[:0], &u)
+	u := batchedUUID()
+	formatUUID(&e.id, &u)
 	e.ev.ID = unsafe.String(&e.id[0], len(e.id))
 	return &e.ev
 }
@@ -95,12 +130,23 @@ func newEventWithID() *sessions.Event {
 // appendUUID appends u in the canonical form: 8-4-4-4-12 lowercase hex
 // digits.
 func appendUUID(b []byte, u *[16]byte) []byte {
-	const digits = "0123456789abcdef"
-	for i, c := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, digits[c>>4], digits[c&0x0f])
-	}
-	return b
+	var s [36]byte
+	formatUUID(&s, u)
+	return append(b, s[:]...)
+}
+
+// formatUUID writes u in the canonical form into s: its five groups
+// hex-encoded whole, as uuid.UUID.String does, rather than a byte at a
+// time with a test for a dash before each (which took a partial event's
+// id as much as the rest of the event's making).
+func formatUUID(s *[36]byte, u *[16]byte) {
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], u[10:16])
 }
