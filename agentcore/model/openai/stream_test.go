@@ -2,8 +2,11 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -384,5 +387,34 @@ func TestUnreadableAnswer(t *testing.T) {
 				t.Fatalf("err = %#v, want a retryable %s *model.Error", res.err, tc.code)
 			}
 		})
+	}
+}
+
+// TestStreamDeltaTextKept: the deltas' text, held in one buffer per
+// stream (decoder.deltas), stays as it was in every partial response after
+// the buffer is outgrown and after the stream ends; escaped text too.
+func TestStreamDeltaTextKept(t *testing.T) {
+	var chunks, want []string
+	for i := range 60 {
+		text := fmt.Sprintf("word %d, ", i)
+		if i%7 == 0 {
+			text = fmt.Sprintf("\"quoted\" é %d\n", i)
+		}
+		b, _ := json.Marshal(text)
+		chunks = append(chunks, chunk(`{"content":`+string(b)+`}`, ""))
+		want = append(want, text)
+	}
+	chunks = append(chunks, chunk(`{}`, "stop"))
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, chunks...) })
+	res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, true)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	got := summarize(t, res)
+	if diff := cmp.Diff(want, got.Partials); diff != "" {
+		t.Errorf("partials (-want +got):\n%s", diff)
+	}
+	if whole := strings.Join(want, ""); got.Text != whole {
+		t.Errorf("text %q, want %q", got.Text, whole)
 	}
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/agentgate/agentgate/internal/jsondec"
 )
@@ -57,6 +58,18 @@ var errDecoder = errors.New("openai: the decoder rejected well-formed JSON")
 type decoder struct {
 	jsondec.Decoder
 	model string
+	// deltas, used by a stream's decoder (stream set; see chunkStream), holds the text
+	// of the deltas it decoded (content, refusal, reasoning): each delta's
+	// text is a slice of its buffer rather than a string of its own, an
+	// allocation per delta. A strings.Builder only appends, so the bytes
+	// under a string it gave stay as they were, and a buffer outgrown is
+	// left to the strings that point into it. The text of a delta is
+	// copied by all that keeps it (the model's aggregator, the gateway's
+	// encoder), so the buffer lives no longer than the stream's partial
+	// responses; the tool calls' ids and names, which the final response
+	// keeps, are strings of their own.
+	deltas strings.Builder
+	stream bool
 }
 
 var (
@@ -146,26 +159,28 @@ func (d *decoder) choice(ch *wireChoice) {
 		case 0:
 			d.int(&ch.Index)
 		case 1:
-			d.message(&ch.Message)
+			d.message(&ch.Message, d.str)
 		case 2:
-			d.message(&ch.Delta)
+			d.message(&ch.Delta, d.deltaText)
 		case 3:
 			d.finishReason(&ch.FinishReason)
 		}
 	})
 }
 
-func (d *decoder) message(m *wireMessage) {
+// message decodes a message or a delta, its text with text (str or
+// deltaText).
+func (d *decoder) message(m *wireMessage, text func(*string)) {
 	d.object(messageNames, func(i int) {
 		switch i {
 		case 0:
-			d.str(&m.Content)
+			text(&m.Content)
 		case 1:
-			d.str(&m.Refusal)
+			text(&m.Refusal)
 		case 2:
-			d.str(&m.ReasoningContent)
+			text(&m.ReasoningContent)
 		case 3:
-			d.str(&m.Reasoning)
+			text(&m.Reasoning)
 		case 4:
 			array(d, &m.ToolCalls, d.toolCall)
 		}
@@ -223,6 +238,33 @@ func (d *decoder) str(s *string) {
 	}
 	if b, ok := d.String(); ok {
 		*s = string(b)
+	}
+}
+
+// firstDeltas is the room a stream's first delta text makes in
+// decoder.deltas.
+const firstDeltas = 256
+
+// deltaText is str for the text of a delta: into d.deltas on a stream
+// (see decoder).
+func (d *decoder) deltaText(s *string) {
+	if !d.stream || d.Peek() != '"' {
+		d.str(s)
+		return
+	}
+	switch b, ok := d.String(); {
+	case !ok:
+	case len(b) == 0:
+		*s = ""
+	default:
+		n := d.deltas.Len()
+		if n == 0 {
+			// Room for a short answer's deltas at once, rather than
+			// a buffer of each size up to it.
+			d.deltas.Grow(firstDeltas)
+		}
+		d.deltas.Write(b)
+		*s = d.deltas.String()[n:]
 	}
 }
 
