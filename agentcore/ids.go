@@ -121,10 +121,23 @@ type eventWithID struct {
 // (see Invocation.newPartialEvent).
 func newEventWithID() *sessions.Event {
 	e := new(eventWithID)
+	e.setID()
+	return &e.ev
+}
+
+// setID gives e's event a new random id, in e.id.
+func (e *eventWithID) setID() {
 	u := batchedUUID()
 	formatUUID(&e.id, &u)
 	e.ev.ID = unsafe.String(&e.id[0], len(e.id))
-	return &e.ev
+}
+
+// eventWithContent is eventWithID with room for the copy of its content
+// (see contentRoom), all in one allocation: the partial event of a
+// transient model response (model.Response.Transient).
+type eventWithContent struct {
+	eventWithID
+	content contentRoom
 }
 
 // appendUUID appends u in the canonical form: 8-4-4-4-12 lowercase hex
