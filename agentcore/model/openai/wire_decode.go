@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -70,6 +71,21 @@ type decoder struct {
 	// keeps, are strings of their own.
 	deltas strings.Builder
 	stream bool
+	// headBuf[:headLen] is, on a stream, the start of an earlier chunk: its members up
+	// to the first that decodes into more than the model (id, object,
+	// created, model, system_fingerprint: what every chunk of a stream
+	// repeats), and the ',' after them. A chunk that starts with the same
+	// bytes decodes them to the same model name, headModel, and leaves
+	// the decoder in the same state, headEnd (the ',' ends the last value
+	// the head holds: the bytes after it cannot change what it was): it
+	// is decoded from there, as the gateway's ChunkFramer writes the
+	// chunks it sends after their kept head. The chunks of a stream are
+	// decoded into a cleared completion, on which the head sets the model
+	// alone.
+	headBuf   [256]byte
+	headLen   int // a length, not a slice of headBuf: a pointer into itself would move d to the heap
+	headEnd   jsondec.Mark
+	headModel string
 }
 
 var (
@@ -83,9 +99,35 @@ var (
 	reasoningNames  = []string{"reasoning_tokens"}
 )
 
+// completion decodes a completion or a chunk into c. On a stream, a
+// chunk that starts as the one before did is decoded from where that
+// start ended (see decoder.headBuf).
 func (d *decoder) completion(c *wireCompletion) {
-	d.object(completionNames, func(i int) {
+	more, replayed := false, false
+	if d.stream && d.headLen > 0 && bytes.HasPrefix(d.Data, d.headBuf[:d.headLen]) {
+		// What the head's bytes decode to: a member follows its ','.
+		d.Rewind(d.headEnd)
+		c.Model = d.headModel
+		more, replayed = true, true
+	} else if d.Open('{') {
+		more = d.More('}', true)
+	}
+	keep := d.stream && !replayed
+	for first := true; more; first = false {
+		at, mark := d.Off, d.Mark()
+		i := jsondec.Field(d.Member(), completionNames)
+		if keep && i > 0 {
+			// The first member that decodes into more than the model:
+			// the head ends before it, after the ',' of one before.
+			keep = false
+			if !first && at <= len(d.headBuf) {
+				d.headLen = copy(d.headBuf[:], d.Data[:at])
+				d.headEnd, d.headModel = mark, c.Model
+			}
+		}
 		switch i {
+		case -1:
+			d.Skip()
 		case 0:
 			d.modelName(&c.Model)
 		case 1:
@@ -93,7 +135,7 @@ func (d *decoder) completion(c *wireCompletion) {
 		case 2:
 			if d.Null() {
 				c.Usage = nil
-				return
+				break
 			}
 			if c.Usage == nil {
 				c.Usage = new(wireUsage)
@@ -105,7 +147,8 @@ func (d *decoder) completion(c *wireCompletion) {
 			d.Skip()
 			c.Error = append(c.Error[:0], d.Data[start:d.Off]...)
 		}
-	})
+		more = d.More('}', false)
+	}
 }
 
 // object decodes an object into a struct: set decodes the value of the
