@@ -328,20 +328,36 @@ func (inv *Invocation) NewEvent() *sessions.Event {
 	return ev
 }
 
-// newPartialEvent is NewEvent for a partial event (a streamed delta): with
-// random ids, the event and its id are one allocation, not two. A session
-// stores clones of its events, whose ids would keep such an event alive
-// whole; partial events are never stored (the run log keeps them as they
-// are), so only they are made this way.
-func (inv *Invocation) newPartialEvent() *sessions.Event {
+// newPartialEvent is NewEvent for a partial event (a streamed delta),
+// filled from resp: with random ids, the event and its id are one
+// allocation, not two, and so is the copy of a transient response's
+// content with them (a provider rewrites such a response for its next
+// delta). A session stores clones of its events, whose ids would keep such
+// an event alive whole; partial events are never stored (the run log
+// keeps them as they are), so only they are made this way.
+func (inv *Invocation) newPartialEvent(resp *model.Response) *sessions.Event {
 	var ev *sessions.Event
-	if inv.sh.svc.randomIDs {
+	var room *contentRoom
+	switch {
+	case !inv.sh.svc.randomIDs:
+		ev = inv.NewEvent()
+		if resp.Transient {
+			room = new(contentRoom)
+		}
+	case resp.Transient:
+		e := new(eventWithContent)
+		e.setID()
+		ev, room = &e.ev, &e.content
+		inv.stamp(ev)
+	default:
 		ev = newEventWithID()
 		inv.stamp(ev)
-	} else {
-		ev = inv.NewEvent()
 	}
 	ev.Partial = true
+	fillFromResponse(ev, resp)
+	if room != nil {
+		ev.Content = room.copyOf(ev.Content)
+	}
 	return ev
 }
 

@@ -86,7 +86,7 @@ const idArenaSize = 2 * 36
 
 // next is a new random UUID, as newUUID makes it, in the arena's buffer.
 func (a *idArena) next() string {
-	u := randomUUID()
+	u := batchedUUID() // an event's id names nothing secret
 	a.mu.Lock()
 	if cap(a.room) < 36 {
 		a.room = make([]byte, 0, idArenaSize)
@@ -101,11 +101,44 @@ func (a *idArena) next() string {
 // randomUUID is a new random (version 4) UUID's bytes, from crypto/rand.
 func randomUUID() [16]byte {
 	var u [16]byte
-	_, _ = rand.Read(u[:])  // never fails (crypto/rand)
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand)
+	return versionUUID(u)
+}
+
+// versionUUID marks u's random bits as a version 4 UUID.
+func versionUUID(u [16]byte) [16]byte {
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	return u
 }
+
+// batchedUUID is randomUUID from bytes crypto/rand gave a batch at a
+// time, each used once (see randBatches): for the ids of events (partial
+// events: one a streamed delta), where a read of crypto/rand each (a
+// system call on Linux) was most of what making the event cost. The ids are as
+// random and as unique; only ids that name nothing a client must keep
+// secret are made so (google/uuid's EnableRandPool is the same pool).
+func batchedUUID() [16]byte {
+	rb := randBatches.Get().(*randBatch)
+	if rb.next == len(rb.b) {
+		_, _ = rand.Read(rb.b[:]) // never fails (crypto/rand)
+		rb.next = 0
+	}
+	u := [16]byte(rb.b[rb.next:])
+	rb.next += len(u)
+	randBatches.Put(rb)
+	return versionUUID(u)
+}
+
+// randBatch is random bytes from crypto/rand, used from next on; a
+// goroutine holds it between randBatches.Get and Put, so no two ids take
+// the same bytes.
+type randBatch struct {
+	b    [16 * 16]byte
+	next int
+}
+
+var randBatches = sync.Pool{New: func() any { return &randBatch{next: 16 * 16} }}
 
 // eventWithID is an event and the bytes of its random id (newUUID's form)
 // in one allocation: the id's string points into id, written once before
@@ -121,21 +154,59 @@ type eventWithID struct {
 // (see Invocation.newPartialEvent).
 func newEventWithID() *sessions.Event {
 	e := new(eventWithID)
-	u := randomUUID()
-	appendUUID(e.id[:0], &u)
-	e.ev.ID = unsafe.String(&e.id[0], len(e.id))
+	e.setID()
 	return &e.ev
+}
+
+// setID gives e's event a new random id, in e.id.
+func (e *eventWithID) setID() {
+	u := batchedUUID()
+	formatUUID(&e.id, &u)
+	e.ev.ID = unsafe.String(&e.id[0], len(e.id))
+}
+
+// eventWithContent is eventWithID with room for the copy of its content
+// (see contentRoom), all in one allocation: the partial event of a
+// transient model response (model.Response.Transient).
+type eventWithContent struct {
+	eventWithID
+	content contentRoom
 }
 
 // appendUUID appends u in the canonical form: 8-4-4-4-12 lowercase hex
 // digits.
 func appendUUID(b []byte, u *[16]byte) []byte {
+	var s [36]byte
+	formatUUID(&s, u)
+	return append(b, s[:]...)
+}
+
+// formatUUID writes u in the canonical form into s: each byte's two
+// digits at their place, group by group, and the dashes between the
+// groups. Written out rather than looped over a table of places: at a
+// constant place a byte is a few instructions, with no bounds check (a
+// streamed turn makes an id per delta).
+func formatUUID(s *[36]byte, u *[16]byte) {
 	const digits = "0123456789abcdef"
-	for i, c := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, digits[c>>4], digits[c&0x0f])
-	}
-	return b
+	put := func(at int, c byte) { s[at], s[at+1] = digits[c>>4], digits[c&0x0f] }
+	put(0, u[0])
+	put(2, u[1])
+	put(4, u[2])
+	put(6, u[3])
+	s[8] = '-'
+	put(9, u[4])
+	put(11, u[5])
+	s[13] = '-'
+	put(14, u[6])
+	put(16, u[7])
+	s[18] = '-'
+	put(19, u[8])
+	put(21, u[9])
+	s[23] = '-'
+	put(24, u[10])
+	put(26, u[11])
+	put(28, u[12])
+	put(30, u[13])
+	put(32, u[14])
+	put(34, u[15])
 }

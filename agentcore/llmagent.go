@@ -536,6 +536,11 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequ
 		start := time.Now()
 		sent := inv.redactRequest(req)
 		mctx, traced := a.modelStart(ctx, inv, sent)
+		if inv.sh.cfg.Streaming {
+			// yieldPartial copies what a partial event keeps of a
+			// partial response.
+			mctx = model.WithCopiedPartials(mctx)
+		}
 		// The responses' sequence is called with a function of its own,
 		// not ranged over: a range's body is a closure as well, and when
 		// it escapes (to the model), so does the loop's state, an
@@ -627,9 +632,7 @@ func yieldPartial(inv *Invocation, resp *model.Response, yield func(*sessions.Ev
 	if resp.Content == nil || len(resp.Content.Parts) == 0 {
 		return true
 	}
-	ev := inv.newPartialEvent()
-	fillFromResponse(ev, resp)
-	return yield(ev, nil)
+	return yield(inv.newPartialEvent(resp), nil)
 }
 
 // modelCalled records a finished model call and handles its failure: the
@@ -714,6 +717,40 @@ func fillFromResponse(ev *sessions.Event, r *model.Response) {
 		c.Role = genai.RoleModel
 		ev.Content = &c
 	}
+}
+
+// contentRoom is room for the copy of a content of one part (a streamed
+// delta's).
+type contentRoom struct {
+	c     genai.Content
+	parts [1]*genai.Part
+	part  genai.Part
+}
+
+// copyOf copies c into r: the Content, its Parts array and the Parts, what
+// a provider rewrites in a transient response (model.Response.Transient),
+// not what they point to. A content of more parts than r has room for
+// gets arrays of its own.
+func (r *contentRoom) copyOf(c *genai.Content) *genai.Content {
+	if c == nil {
+		return nil
+	}
+	r.c = *c
+	if len(c.Parts) == 1 && c.Parts[0] != nil {
+		r.part = *c.Parts[0]
+		r.parts[0] = &r.part
+		r.c.Parts = r.parts[:]
+		return &r.c
+	}
+	parts := make([]genai.Part, len(c.Parts))
+	r.c.Parts = make([]*genai.Part, len(c.Parts))
+	for i, p := range c.Parts {
+		if p != nil {
+			parts[i] = *p
+			r.c.Parts[i] = &parts[i]
+		}
+	}
+	return &r.c
 }
 
 // cleanContent drops empty text parts (they make a turn with calls look

@@ -121,3 +121,34 @@ func TestIDArenaSharesABuffer(t *testing.T) {
 		t.Fatalf("room for %d bytes left after a turn's two ids, want none", cap(a.room))
 	}
 }
+
+// The ids of partial events, from batched random bytes, are canonical
+// version 4 UUIDs, none made twice across batches and goroutines.
+func TestPartialEventIDs(t *testing.T) {
+	const workers, each = 4, 2000
+	ids := make(chan string, workers*each)
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				ids <- newEventWithID().ID
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for s := range ids {
+		u, err := uuid.Parse(s)
+		if err != nil || u.String() != s || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("%q: not a canonical v4 UUID (%v)", s, err)
+		}
+		if seen[s] {
+			t.Fatalf("%q made twice", s)
+		}
+		seen[s] = true
+	}
+}

@@ -26,6 +26,8 @@ import (
 // that aggregates the whole turn: all text, every function call with its
 // complete arguments, the finish reason and usage. An error ends the
 // sequence; a stream cut short is an error, never a short final response.
+// Each partial Response is the consumer's to keep, unless ctx is
+// WithCopiedPartials's and the provider marks it Transient.
 // When ctx ends the upstream call is aborted and the sequence ends with
 // ctx's error.
 type LLM interface {
@@ -78,9 +80,17 @@ type Options struct {
 
 // Response is one model response, partial or whole.
 type Response struct {
-	Content       *genai.Content
-	Partial       bool
-	TurnComplete  bool
+	Content      *genai.Content
+	Partial      bool
+	TurnComplete bool
+	// Transient marks a partial response that its provider rewrites for
+	// its next delta: the response, its Content, the Content's Parts
+	// array and the Parts (not what they point to). Providers set it only
+	// on a call made under WithCopiedPartials, whose consumer copies what
+	// it keeps of each partial response before it asks for the next.
+	// (Beside the other flags, in the padding after them: Response
+	// stays 88 bytes.)
+	Transient     bool
 	FinishReason  genai.FinishReason
 	ModelVersion  string
 	UsageMetadata *genai.GenerateContentResponseUsageMetadata
@@ -88,6 +98,22 @@ type Response struct {
 	// finish (a safety block, for example); the turn still ends normally.
 	ErrorCode    string
 	ErrorMessage string
+}
+
+type copiedPartialsKey struct{}
+
+// WithCopiedPartials returns ctx telling the streaming model calls made
+// under it that their consumer copies what it keeps of a partial response
+// before it asks for the next: a provider may then yield one response,
+// rewritten and marked Transient, for every delta, rather than one each.
+func WithCopiedPartials(ctx context.Context) context.Context {
+	return context.WithValue(ctx, copiedPartialsKey{}, true)
+}
+
+// CopiedPartials reports whether ctx is WithCopiedPartials's.
+func CopiedPartials(ctx context.Context) bool {
+	v, _ := ctx.Value(copiedPartialsKey{}).(bool)
+	return v
 }
 
 // FunctionDeclarations lists the function declarations offered in req.

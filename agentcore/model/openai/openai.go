@@ -283,7 +283,7 @@ func (c *call) stream(ctx context.Context, body []byte, yield func(*model.Respon
 	var s chunkStream
 	s.init(raw)
 	defer s.close()
-	var st streamState
+	st := streamState{transient: model.CopiedPartials(ctx)}
 	for s.next() {
 		r := st.add(&s.cur)
 		if r == nil {

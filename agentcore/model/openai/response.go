@@ -22,6 +22,10 @@ type streamState struct {
 	version string
 	// produced reports whether anything came from upstream yet.
 	produced bool
+	// transient: the consumer copies what it keeps of a partial response
+	// (model.CopiedPartials), so every delta's is reused, made once.
+	transient bool
+	reused    *partialResponse
 }
 
 // add folds one chunk in and returns the partial response to yield, if the
@@ -42,10 +46,10 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 		}
 		// Reasoning text (vLLM, DeepSeek, Ollama, ...) becomes thought parts.
 		if t := ch.Delta.reasoning(); t != "" {
-			p = p.text(t, true)
+			p = s.text(p, t, true)
 		}
 		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
-			p = p.text(t, false)
+			p = s.text(p, t, false)
 		}
 		for i := range ch.Delta.ToolCalls {
 			s.calls.add(&ch.Delta.ToolCalls[i])
@@ -57,7 +61,7 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 	if p == nil {
 		return nil
 	}
-	p.r = model.Response{Content: &p.m.c, Partial: true, ModelVersion: s.version}
+	p.r = model.Response{Content: &p.m.c, Partial: true, ModelVersion: s.version, Transient: s.transient}
 	s.agg.Add(&p.r)
 	return &p.r
 }
@@ -69,11 +73,21 @@ type partialResponse struct {
 	m modelContent
 }
 
-// text appends a text part to p's content, p made on the first call (p
-// nil), and returns p.
-func (p *partialResponse) text(t string, thought bool) *partialResponse {
-	if p == nil {
+// text appends a text part to p's content and returns p, which the first
+// call (p nil) makes: the stream's one transient response, cleared, when
+// its consumer copies what it keeps (the aggregator copies a text part),
+// else a new one.
+func (s *streamState) text(p *partialResponse, t string, thought bool) *partialResponse {
+	switch {
+	case p != nil:
+	case !s.transient:
 		p = new(partialResponse)
+	case s.reused == nil:
+		s.reused = new(partialResponse)
+		p = s.reused
+	default:
+		p = s.reused
+		*p = partialResponse{}
 	}
 	p.m.add(t, thought)
 	return p

@@ -2,8 +2,11 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -384,5 +387,91 @@ func TestUnreadableAnswer(t *testing.T) {
 				t.Fatalf("err = %#v, want a retryable %s *model.Error", res.err, tc.code)
 			}
 		})
+	}
+}
+
+// TestStreamDeltaTextKept: the deltas' text, held in one buffer per
+// stream (decoder.deltas), stays as it was in every partial response after
+// the buffer is outgrown and after the stream ends; escaped text too.
+func TestStreamDeltaTextKept(t *testing.T) {
+	var chunks, want []string
+	for i := range 60 {
+		text := fmt.Sprintf("word %d, ", i)
+		if i%7 == 0 {
+			text = fmt.Sprintf("\"quoted\" é %d\n", i)
+		}
+		b, _ := json.Marshal(text)
+		chunks = append(chunks, chunk(`{"content":`+string(b)+`}`, ""))
+		want = append(want, text)
+	}
+	chunks = append(chunks, chunk(`{}`, "stop"))
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, chunks...) })
+	res := run(t, context.Background(), up.provider(t, Config{}).Model("gpt-test"), &model.Request{}, true)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	got := summarize(t, res)
+	if diff := cmp.Diff(want, got.Partials); diff != "" {
+		t.Errorf("partials (-want +got):\n%s", diff)
+	}
+	if whole := strings.Join(want, ""); got.Text != whole {
+		t.Errorf("text %q, want %q", got.Text, whole)
+	}
+}
+
+// TestStreamTransient: under model.WithCopiedPartials a stream yields one
+// partial response, marked Transient and rewritten for every delta, whose
+// text read at each yield and whose final response are those of a call
+// that makes a response per delta.
+func TestStreamTransient(t *testing.T) {
+	chunks := []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"reasoning_content":"Think."}`, ""),
+		chunk(`{"content":"Hel"}`, ""),
+		chunk(`{"reasoning_content":"More.","content":"lo"}`, ""),
+		chunk(`{"content":"!"}`, "stop"),
+		usageChunk,
+	}
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { sse(w, chunks...) })
+	llm := up.provider(t, Config{}).Model("gpt-test")
+	want := summarize(t, run(t, context.Background(), llm, &model.Request{}, true))
+
+	var seen []*model.Response
+	var got turn
+	var final *model.Response
+	for r, err := range llm.GenerateContent(model.WithCopiedPartials(context.Background()), &model.Request{}, true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Partial {
+			final = r
+			continue
+		}
+		if !r.Transient {
+			t.Errorf("partial response not marked Transient: %+v", r)
+		}
+		seen = append(seen, r)
+		for _, p := range r.Content.Parts {
+			if p.Thought {
+				got.Partials = append(got.Partials, "thought:"+p.Text)
+			} else {
+				got.Partials = append(got.Partials, p.Text)
+			}
+		}
+	}
+	if diff := cmp.Diff(want.Partials, got.Partials); diff != "" {
+		t.Errorf("partials (-want +got):\n%s", diff)
+	}
+	for _, r := range seen[1:] {
+		if r != seen[0] {
+			t.Errorf("a partial response of its own for a delta: %p, %p", r, seen[0])
+		}
+	}
+	if final == nil || final.Transient {
+		t.Fatalf("final response %+v", final)
+	}
+	want.Partials = nil
+	if diff := cmp.Diff(want, summarize(t, result{final: final})); diff != "" {
+		t.Errorf("final (-want +got):\n%s", diff)
 	}
 }

@@ -161,6 +161,7 @@ func (s *chunkStream) init(resp *http.Response) {
 	}
 	s.body = resp.Body
 	s.sse.Init(resp.Body)
+	s.dec.stream = true
 }
 
 var doneData = []byte("[DONE]")

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/agentgate/agentgate/internal/jsondec"
 )
@@ -57,6 +59,33 @@ var errDecoder = errors.New("openai: the decoder rejected well-formed JSON")
 type decoder struct {
 	jsondec.Decoder
 	model string
+	// deltas, used by a stream's decoder (stream set; see chunkStream), holds the text
+	// of the deltas it decoded (content, refusal, reasoning): each delta's
+	// text is a slice of its buffer rather than a string of its own, an
+	// allocation per delta. A strings.Builder only appends, so the bytes
+	// under a string it gave stay as they were, and a buffer outgrown is
+	// left to the strings that point into it. The text of a delta is
+	// copied by all that keeps it (the model's aggregator, the gateway's
+	// encoder), so the buffer lives no longer than the stream's partial
+	// responses; the tool calls' ids and names, which the final response
+	// keeps, are strings of their own.
+	deltas strings.Builder
+	stream bool
+	// headBuf[:headLen] is, on a stream, the start of an earlier chunk: its members up
+	// to the first that decodes into more than the model (id, object,
+	// created, model, system_fingerprint: what every chunk of a stream
+	// repeats), and the ',' after them. A chunk that starts with the same
+	// bytes decodes them to the same model name, headModel, and leaves
+	// the decoder in the same state, headEnd (the ',' ends the last value
+	// the head holds: the bytes after it cannot change what it was): it
+	// is decoded from there, as the gateway's ChunkFramer writes the
+	// chunks it sends after their kept head. The chunks of a stream are
+	// decoded into a cleared completion, on which the head sets the model
+	// alone.
+	headBuf   [256]byte
+	headLen   int // a length, not a slice of headBuf: a pointer into itself would move d to the heap
+	headEnd   jsondec.Mark
+	headModel string
 }
 
 var (
@@ -70,9 +99,35 @@ var (
 	reasoningNames  = []string{"reasoning_tokens"}
 )
 
+// completion decodes a completion or a chunk into c. On a stream, a
+// chunk that starts as the one before did is decoded from where that
+// start ended (see decoder.headBuf).
 func (d *decoder) completion(c *wireCompletion) {
-	d.object(completionNames, func(i int) {
+	more, replayed := false, false
+	if d.stream && d.headLen > 0 && bytes.HasPrefix(d.Data, d.headBuf[:d.headLen]) {
+		// What the head's bytes decode to: a member follows its ','.
+		d.Rewind(d.headEnd)
+		c.Model = d.headModel
+		more, replayed = true, true
+	} else if d.Open('{') {
+		more = d.More('}', true)
+	}
+	keep := d.stream && !replayed
+	for first := true; more; first = false {
+		at, mark := d.Off, d.Mark()
+		i := jsondec.Field(d.Member(), completionNames)
+		if keep && i > 0 {
+			// The first member that decodes into more than the model:
+			// the head ends before it, after the ',' of one before.
+			keep = false
+			if !first && at <= len(d.headBuf) {
+				d.headLen = copy(d.headBuf[:], d.Data[:at])
+				d.headEnd, d.headModel = mark, c.Model
+			}
+		}
 		switch i {
+		case -1:
+			d.Skip()
 		case 0:
 			d.modelName(&c.Model)
 		case 1:
@@ -80,7 +135,7 @@ func (d *decoder) completion(c *wireCompletion) {
 		case 2:
 			if d.Null() {
 				c.Usage = nil
-				return
+				break
 			}
 			if c.Usage == nil {
 				c.Usage = new(wireUsage)
@@ -92,7 +147,8 @@ func (d *decoder) completion(c *wireCompletion) {
 			d.Skip()
 			c.Error = append(c.Error[:0], d.Data[start:d.Off]...)
 		}
-	})
+		more = d.More('}', false)
+	}
 }
 
 // object decodes an object into a struct: set decodes the value of the
@@ -146,26 +202,28 @@ func (d *decoder) choice(ch *wireChoice) {
 		case 0:
 			d.int(&ch.Index)
 		case 1:
-			d.message(&ch.Message)
+			d.message(&ch.Message, d.str)
 		case 2:
-			d.message(&ch.Delta)
+			d.message(&ch.Delta, d.deltaText)
 		case 3:
 			d.finishReason(&ch.FinishReason)
 		}
 	})
 }
 
-func (d *decoder) message(m *wireMessage) {
+// message decodes a message or a delta, its text with text (str or
+// deltaText).
+func (d *decoder) message(m *wireMessage, text func(*string)) {
 	d.object(messageNames, func(i int) {
 		switch i {
 		case 0:
-			d.str(&m.Content)
+			text(&m.Content)
 		case 1:
-			d.str(&m.Refusal)
+			text(&m.Refusal)
 		case 2:
-			d.str(&m.ReasoningContent)
+			text(&m.ReasoningContent)
 		case 3:
-			d.str(&m.Reasoning)
+			text(&m.Reasoning)
 		case 4:
 			array(d, &m.ToolCalls, d.toolCall)
 		}
@@ -223,6 +281,33 @@ func (d *decoder) str(s *string) {
 	}
 	if b, ok := d.String(); ok {
 		*s = string(b)
+	}
+}
+
+// firstDeltas is the room a stream's first delta text makes in
+// decoder.deltas.
+const firstDeltas = 256
+
+// deltaText is str for the text of a delta: into d.deltas on a stream
+// (see decoder).
+func (d *decoder) deltaText(s *string) {
+	if !d.stream || d.Peek() != '"' {
+		d.str(s)
+		return
+	}
+	switch b, ok := d.String(); {
+	case !ok:
+	case len(b) == 0:
+		*s = ""
+	default:
+		n := d.deltas.Len()
+		if n == 0 {
+			// Room for a short answer's deltas at once, rather than
+			// a buffer of each size up to it.
+			d.deltas.Grow(firstDeltas)
+		}
+		d.deltas.Write(b)
+		*s = d.deltas.String()[n:]
 	}
 }
 

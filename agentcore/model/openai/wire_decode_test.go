@@ -165,6 +165,99 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// checkStreamDecode decodes docs one after the other with one stream's
+// decoder, as chunkStream does (each into a cleared completion, after a
+// head kept from the ones before), and each alone with encoding/json, and
+// reports any difference.
+func checkStreamDecode(t *testing.T, docs ...[]byte) {
+	t.Helper()
+	var d decoder
+	d.stream = true
+	var got wireCompletion
+	for _, data := range docs {
+		var want wireCompletion
+		wantErr := stdDecode(data, &want)
+		choices := got.Choices[:cap(got.Choices)]
+		clear(choices)
+		got = wireCompletion{Choices: choices[:0]}
+		gotErr := d.decode(data, &got)
+		if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+			t.Fatalf("%q after %q: error %v, encoding/json: %v", data, docs, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			continue
+		}
+		if len(want.Choices) == 0 && len(got.Choices) == 0 && (want.Choices == nil) != (got.Choices == nil) {
+			got.Choices = want.Choices // a reused array of none
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q after %q: decoded (-encoding/json +new):\n%s", data, docs, diff)
+		}
+	}
+}
+
+// streamCorpus: chunks whose starts match a chunk before's in part, in
+// whole, or up to a value that goes on.
+var streamCorpus = []string{
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"b"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[],"usage":{"prompt_tokens":1}}`,
+	`{"id":"c","object":"chat.completion.chunk","created":170,"model":"m","choices":[{"delta":{"content":"c"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"n","choices":[{"delta":{"content":"d"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","model":7,"choices":[]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m",}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"delta":{"content":"e"}}]} x`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","usage":null,"choices":[]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","MODEL":"u","Choices":[]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","error":{"message":"x"}}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m"}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"choices":[{"delta":{"content":"f"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"delta":{"content":"g"}}],"model":"z"}`,
+	` {"id":"c", "model":"m", "choices":[]}`,
+	` {"id":"c", "model":"m", "choices":[{"delta":{"content":"h"}}]}`,
+	`{"choices":[{"delta":{"content":"i"}}]}`,
+}
+
+func TestStreamDecodeMatchesEncodingJSON(t *testing.T) {
+	for _, a := range streamCorpus {
+		for _, b := range streamCorpus {
+			checkStreamDecode(t, []byte(a), []byte(b), []byte(a))
+		}
+	}
+}
+
+// TestStreamDecodeHead: a stream's decoder keeps a chunk's start up to
+// choices, and decodes a chunk that starts the same from there.
+func TestStreamDecodeHead(t *testing.T) {
+	var d decoder
+	d.stream = true
+	var c wireCompletion
+	if err := d.decode([]byte(streamCorpus[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	const head = `{"id":"c","object":"chat.completion.chunk","created":17,"model":"m",`
+	if got := d.headBuf[:d.headLen]; string(got) != head {
+		t.Fatalf("head %q, want %q", got, head)
+	}
+	c = wireCompletion{}
+	d.Reset([]byte(streamCorpus[1]))
+	d.completion(&c)
+	if d.End(); d.Bad || c.Model != "m" || len(c.Choices) != 1 || c.Choices[0].Delta.Content != "b" {
+		t.Fatalf("decoded %+v (bad %v)", c, d.Bad)
+	}
+}
+
+func FuzzStreamDecode(f *testing.F) {
+	for _, a := range streamCorpus {
+		for _, b := range streamCorpus[:4] {
+			f.Add([]byte(a), []byte(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		checkStreamDecode(t, a, b, a)
+	})
+}
+
 // A body is read whole whatever its Content-Length says: right, too
 // small, too large or unknown, and in reads of any size.
 func TestReadCompletionAnyLength(t *testing.T) {
