@@ -111,7 +111,9 @@ func readCompletion(resp *http.Response, c *wireCompletion) error {
 	if err != nil {
 		return fmt.Errorf("error reading response body: %w", err)
 	}
-	if err := decodeBody(body, c); err != nil {
+	var d decoder
+	d.giveRoom()
+	if err := d.decode(body, c); err != nil {
 		return fmt.Errorf("error parsing response json: %w", err)
 	}
 	return nil
@@ -162,6 +164,7 @@ func (s *chunkStream) init(resp *http.Response) {
 	s.body = resp.Body
 	s.sse.Init(resp.Body)
 	s.dec.stream = true
+	s.dec.giveRoom()
 }
 
 var doneData = []byte("[DONE]")
