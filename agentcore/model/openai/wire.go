@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
@@ -100,22 +101,38 @@ const maxBody = 8 << 20
 
 // readCompletion reads and decodes a non-streamed answer into c (which
 // the caller may keep on its stack) and closes the body, so that the
-// connection goes back to the pool.
+// connection goes back to the pool. The body is read into a buffer of
+// answerBufs: what is decoded keeps no part of it (strings are copies).
 func readCompletion(resp *http.Response, c *wireCompletion) error {
 	defer resp.Body.Close()
-	size := int64(512)
+	size := 512
 	if n := resp.ContentLength; n > 0 && n < maxBody {
-		size = n + 1 // the read that sees the end needs room for a byte
+		size = int(n) + 1 // the read that sees the end needs room for a byte
 	}
-	body, err := readAll(resp.Body, make([]byte, 0, size))
+	buf := answerBufs.Get().(*[]byte)
+	defer answerBufs.Put(buf)
+	body, err := readAll(resp.Body, slices.Grow((*buf)[:0], size))
+	if cap(body) <= maxPooledAnswer {
+		*buf = body[:0] // keep what it grew to
+	}
 	if err != nil {
 		return fmt.Errorf("error reading response body: %w", err)
 	}
-	if err := decodeBody(body, c); err != nil {
+	var d decoder
+	d.giveRoom()
+	if err := d.decode(body, c); err != nil {
 		return fmt.Errorf("error parsing response json: %w", err)
 	}
 	return nil
 }
+
+// answerBufs holds the buffers readCompletion reads answers into, a
+// *[]byte each.
+var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer is the largest buffer answerBufs keeps: a rare long
+// answer is not held on to for the short ones.
+const maxPooledAnswer = 64 << 10
 
 // readAll appends what r holds to buf, as io.ReadAll does, but into buf's
 // capacity first: sized by Content-Length, one allocation reads the body
@@ -162,6 +179,7 @@ func (s *chunkStream) init(resp *http.Response) {
 	s.body = resp.Body
 	s.sse.Init(resp.Body)
 	s.dec.stream = true
+	s.dec.giveRoom()
 }
 
 var doneData = []byte("[DONE]")

@@ -86,6 +86,27 @@ type decoder struct {
 	headLen   int // a length, not a slice of headBuf: a pointer into itself would move d to the heap
 	headEnd   jsondec.Mark
 	headModel string
+	// roomChoices and roomUsage, when set (giveRoom), are where the first
+	// choice and the usage decoded next go instead of new allocations;
+	// each is taken once.
+	roomChoices []wireChoice
+	roomUsage   *wireUsage
+}
+
+// decodeRoom is the room giveRoom gives a decoder: a call asks for one
+// choice, and an answer (a stream, in its usage chunk) has one usage, so
+// an answer's two allocations are one.
+type decodeRoom struct {
+	choices [1]wireChoice
+	usage   wireUsage
+}
+
+// giveRoom gives d room for the first choice and the usage of what it
+// decodes next (the room is zero, and taken once: the decoded values are
+// what new ones would be).
+func (d *decoder) giveRoom() {
+	r := new(decodeRoom)
+	d.roomChoices, d.roomUsage = r.choices[:], &r.usage
 }
 
 var (
@@ -131,14 +152,16 @@ func (d *decoder) completion(c *wireCompletion) {
 		case 0:
 			d.modelName(&c.Model)
 		case 1:
-			array(d, &c.Choices, d.choice)
+			array(d, &c.Choices, &d.roomChoices, d.choice)
 		case 2:
 			if d.Null() {
 				c.Usage = nil
 				break
 			}
 			if c.Usage == nil {
-				c.Usage = new(wireUsage)
+				if c.Usage, d.roomUsage = d.roomUsage, nil; c.Usage == nil {
+					c.Usage = new(wireUsage)
+				}
 			}
 			d.usage(c.Usage)
 		case 3:
@@ -170,8 +193,9 @@ func (d *decoder) object(names []string, set func(i int)) {
 // array decodes an array into *s the way encoding/json fills a slice:
 // elements already there (up to the capacity) are decoded into, not
 // zeroed, and an empty array gives a new empty slice. null sets *s to nil;
-// a value of another type is skipped.
-func array[T any](d *decoder, s *[]T, elem func(*T)) {
+// a value of another type is skipped. A first element with no room in *s
+// goes into *room when that has any (it is taken: *room is set to nil).
+func array[T any](d *decoder, s *[]T, room *[]T, elem func(*T)) {
 	if d.Null() {
 		*s = nil
 		return
@@ -182,6 +206,8 @@ func array[T any](d *decoder, s *[]T, elem func(*T)) {
 	a, i := *s, 0
 	for ; d.More(']', i == 0); i++ {
 		switch {
+		case cap(a) == 0 && room != nil && len(*room) > 0:
+			a, *room = (*room)[:1], nil
 		case i >= cap(a):
 			var zero T
 			a = append(a[:i], zero)
@@ -225,7 +251,7 @@ func (d *decoder) message(m *wireMessage, text func(*string)) {
 		case 3:
 			text(&m.Reasoning)
 		case 4:
-			array(d, &m.ToolCalls, d.toolCall)
+			array(d, &m.ToolCalls, nil, d.toolCall)
 		}
 	})
 }

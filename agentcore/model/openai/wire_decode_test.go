@@ -277,3 +277,44 @@ func TestReadCompletionAnyLength(t *testing.T) {
 		t.Errorf("read error = %v", err)
 	}
 }
+
+// TestDecodeRoomMatches: a decoder given room (readCompletion's, a
+// stream's) decodes what one without it decodes, the first choice and the
+// usage in the room.
+func TestDecodeRoomMatches(t *testing.T) {
+	for _, body := range decodeCorpus {
+		var want, got wireCompletion
+		wantErr := decodeBody([]byte(body), &want)
+		var d decoder
+		d.giveRoom()
+		room := d.roomUsage
+		if err := d.decode([]byte(body), &got); (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: error %v, without room %v", body, err, wantErr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q: decoded (-without room +with):\n%s", body, diff)
+		}
+		if got.Usage != nil && got.Usage != room {
+			t.Errorf("%q: the usage is not in the room", body)
+		}
+	}
+}
+
+// A text answer with usage decodes, with room, in two allocations: its
+// text's and the room of its choice and usage.
+func TestDecodeRoomAllocations(t *testing.T) {
+	body := []byte(`{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":12,"completion_tokens":8,"total_tokens":20}}`)
+	n := testing.AllocsPerRun(100, func() {
+		var d decoder
+		d.giveRoom()
+		var c wireCompletion
+		if err := d.decode(body, &c); err != nil || c.Choices[0].Message.Content != "Hello there" || c.Usage.TotalTokens != 20 {
+			t.Fatalf("%+v, %v", c, err)
+		}
+	})
+	// (The model name "m", one byte, is not allocated.)
+	if n != 2 {
+		t.Errorf("%v allocations, want 2", n)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 // ParseURL parses an absolute request URL once, for Post, as
@@ -78,10 +80,19 @@ type attempt struct {
 	resp attemptBody
 }
 
-// attemptBody ends its attempt's timeout when closed.
+// attemptBody ends its attempt's timeout when closed, and calls its
+// pacer's Waiting, once PacedBody gave it one, before each read.
 type attemptBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	pace   model.Pacer
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) {
+	if b.pace != nil {
+		b.pace.Waiting()
+	}
+	return b.ReadCloser.Read(p)
 }
 
 func (b *attemptBody) Close() error {
@@ -107,15 +118,12 @@ const (
 // upstream that holds the body open after its last event costs that
 // much, once, and its connection.
 func Finish(body io.ReadCloser) error {
-	inner := body
-	if p, ok := inner.(*pacedBody); ok {
-		inner = p.ReadCloser // nothing is left to pace
-	}
-	b, ok := inner.(*attemptBody)
+	b, ok := body.(*attemptBody)
 	if !ok {
 		return body.Close()
 	}
 	t := time.AfterFunc(finishWait, b.cancel)
+	// Read past the pacer: nothing is left to pace.
 	_, _ = io.CopyN(io.Discard, b.ReadCloser, finishMax)
 	t.Stop()
 	return b.Close()

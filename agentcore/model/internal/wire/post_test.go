@@ -270,3 +270,47 @@ func BenchmarkPost(b *testing.B) {
 		_ = resp.Body.Close()
 	}
 }
+
+// countingPacer counts its Waiting calls.
+type countingPacer struct{ waits int }
+
+func (p *countingPacer) Buffered(bool) {}
+func (p *countingPacer) Waiting()      { p.waits++ }
+
+// TestPacedBody: the body of Post's answer, paced, calls Waiting before
+// each read, and Finish reads its rest without pacing it.
+func TestPacedBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "data: [DONE]\n\ntrailing")
+	}))
+	defer srv.Close()
+	u, err := ParseURL(srv.URL + "/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Post(context.Background(), srv.Client(), u, http.Header{}, []byte(`{}`), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if PacedBody(resp.Body, nil) != resp.Body {
+		t.Error("a body paced by no pacer is not the body itself")
+	}
+	var p countingPacer
+	body := PacedBody(resp.Body, &p)
+	var b [4]byte
+	for i := 1; i <= 2; i++ {
+		if _, err := io.ReadFull(body, b[:]); err != nil {
+			t.Fatal(err)
+		}
+		if p.waits < i {
+			t.Fatalf("%d reads, %d waits", i, p.waits)
+		}
+	}
+	waits := p.waits
+	if err := Finish(body); err != nil {
+		t.Fatal(err)
+	}
+	if p.waits != waits {
+		t.Errorf("Finish paced %d reads", p.waits-waits)
+	}
+}

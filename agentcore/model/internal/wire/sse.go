@@ -64,8 +64,17 @@ func (s *SSEReader) Init(r io.Reader) {
 		// copy: a reader over it (no body the providers read is one).
 		r = struct{ io.Reader }{r}
 	}
-	*s = SSEReader{r: *bufio.NewReaderSize(r, 1<<10)}
+	// One allocation is the room of an event's data and of a line that
+	// spans two reads, lineRoom bytes each: three allocations where each
+	// grew on its own. Longer ones grow apart, as before.
+	room := make([]byte, 2*lineRoom)
+	*s = SSEReader{r: *bufio.NewReaderSize(r, 1<<10), data: room[:0:lineRoom], long: room[lineRoom:lineRoom]}
 }
+
+// lineRoom is the room SSEReader.Init makes for an event's data and for a
+// line that spans two reads: a chat-completions chunk's line is about 200
+// bytes from vLLM or Ollama, 300 from OpenAI.
+const lineRoom = 384
 
 // Next returns the next event's data, valid until the next call; io.EOF
 // at the end of the body.
