@@ -160,13 +160,14 @@ type pumped[E any] interface {
 // keepalive. It returns the run's error, p.event's or p.keepalive's error,
 // or the cause of ctx ending; once ctx has ended no event reaches p.event.
 // pump calls p.stop before returning, and no keepalive runs after pump
-// returns.
+// returns. k, a zero keepalive or one of a pump that returned, is pump's
+// state: its caller's, so that a turn holds it in its own allocation.
 //
 // Events are handed over without a goroutine in between: a streamed answer
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
-func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
-	k := &keepalive[E]{base: time.Now(), interval: interval, p: p, ctx: ctx}
+func pump[E any](ctx context.Context, k *keepalive[E], p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
+	*k = keepalive[E]{base: time.Now(), interval: interval, p: p, ctx: ctx}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
