@@ -478,7 +478,9 @@ func (cs *chatSink) fail(w *sseWriter, err error) {
 // as long as the stream is open (see docs/benchmarks-memory.md).
 type chatStream struct {
 	chatSink
-	w *sseWriter // nil until the first frame or keepalive
+	w *sseWriter // nil until the first frame or keepalive; then &sse
+	// sse is the stream's writer, in the stream's allocation.
+	sse sseWriter
 	// framer writes the chunks, keeping what each repeats of the one
 	// before.
 	framer openaiwire.ChunkFramer
@@ -491,18 +493,19 @@ func (cs *chatStream) pumpState() *keepalive[*sessions.Event] { return &cs.pumpi
 // start sends the headers with the first frame, in one flush.
 func (cs *chatStream) start() *sseWriter {
 	if cs.w == nil {
-		cs.w = openStream(cs.c, cs.turn)
+		cs.w = openStream(cs.c, cs.turn, &cs.sse)
 	}
 	return cs.w
 }
 
-// openStream starts the SSE response of a turn, echoing the session the
-// client named; the turn paces its flushes.
-func openStream(c *gin.Context, ct *chatTurn) *sseWriter {
+// openStream starts the SSE response of a turn into s, a zero sseWriter,
+// echoing the session the client named; the turn paces its flushes.
+func openStream(c *gin.Context, ct *chatTurn, s *sseWriter) *sseWriter {
 	if ct.echoSession {
 		c.Writer.Header().Set("X-Session-Id", ct.sessionID)
 	}
-	return newSSE(c.Writer, &ct.pace)
+	s.open(c.Writer, &ct.pace)
+	return s
 }
 
 // frameBufs holds the buffers streams make their frames in: a stream

@@ -31,7 +31,16 @@ func startSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
 // frame. A stream has no write deadline: it lasts as long as its turn, and
 // its keepalives find a client that went away. pace may be nil.
 func newSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
-	s := &sseWriter{w: w, rc: *http.NewResponseController(w), pace: pace}
+	s := new(sseWriter)
+	s.open(w, pace)
+	return s
+}
+
+// open makes s, a zero sseWriter, the writer newSSE returns, in place:
+// for a writer that lives in a larger allocation of its caller's (a
+// stream's).
+func (s *sseWriter) open(w http.ResponseWriter, pace *pacer) {
+	*s = sseWriter{w: w, rc: *http.NewResponseController(w), pace: pace}
 	_ = s.rc.SetWriteDeadline(time.Time{})
 	h := w.Header()
 	// The values are shared, read-only slices (as h.Set would store them,
@@ -44,7 +53,6 @@ func newSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
 	h["X-Accel-Buffering"] = sseAccelBuffering
 	h.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
-	return s
 }
 
 // The values of the headers of every SSE response, each a slice of length
