@@ -219,7 +219,7 @@ func (s *Server) attachRun(c *gin.Context, in runs.Info) error {
 			}
 		}
 	}
-	_ = pump(ctx, a, iter.Seq2[runs.Frame, error](frames), s.cfg.KeepaliveInterval)
+	_ = pump(ctx, new(keepalive[runs.Frame]), a, iter.Seq2[runs.Frame, error](frames), s.cfg.KeepaliveInterval)
 	return nil
 }
 

@@ -149,14 +149,19 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	call := new(chatCall)
+	var call *chatCall
 	if req.Stream { // a stream may start while the turn waits in its session's line
+		sc := new(streamCall)
+		call = &sc.chatCall
+		call.stream = &sc.stream
 		call.stream.chatSink = chatSink{s: s, c: c}
+	} else {
+		call = new(chatCall)
 	}
 	turn, err := s.beginChat(c.Request.Context(), c.Request.Header, a, req, conv, call)
 	if err != nil {
-		if w := call.stream.w; w != nil {
-			call.stream.fail(w, err)
+		if cs := call.stream; cs != nil && cs.w != nil {
+			cs.fail(cs.w, err)
 			return
 		}
 		writeOpenAIError(c, chatError(toolMessagesOf(req.Messages), err))
@@ -171,7 +176,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	cs := chatSink{s: s, c: c, turn: turn, enc: &call.enc}
 	if req.Stream {
 		call.stream.chatSink = cs
-		s.runTurn(c.Request.Context(), &turn.turn, &call.stream)
+		s.runTurn(c.Request.Context(), &turn.turn, call.stream)
 	} else {
 		call.answer.chatSink = cs
 		s.runTurn(c.Request.Context(), &turn.turn, &call.answer)
@@ -181,12 +186,19 @@ func (s *Server) chatCompletions(c *gin.Context) {
 // chatCall is what a chat completion's turn is made of, in one
 // allocation: the turn, the request beginChat begins it with (which
 // beginTurn's hooks let escape), its encoder, and its sink (answer, or
-// stream for a streamed request).
+// stream for a streamed request, in the streamCall the chatCall is part
+// of: a non-streamed turn does not carry a stream's state).
 type chatCall struct {
 	chatTurn
 	begin  turnRequest
 	enc    openaiwire.Encoder
 	answer chatAnswer
+	stream *chatStream // nil unless streamed
+}
+
+// streamCall is a streamed chat completion's chatCall, with its stream.
+type streamCall struct {
+	chatCall
 	stream chatStream
 }
 
@@ -260,7 +272,7 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 		d.missing = &agentcore.UnknownCallError{ID: responses[0].ID}
 	}
 	if req.Stream {
-		call.stream.turn, d.idle = ct, &call.stream
+		call.stream.turn, d.idle = ct, call.stream
 	}
 	err = s.beginTurn(ctx, d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
@@ -466,27 +478,34 @@ func (cs *chatSink) fail(w *sseWriter, err error) {
 // as long as the stream is open (see docs/benchmarks-memory.md).
 type chatStream struct {
 	chatSink
-	w *sseWriter // nil until the first frame or keepalive
+	w *sseWriter // nil until the first frame or keepalive; then &sse
+	// sse is the stream's writer, in the stream's allocation.
+	sse sseWriter
 	// framer writes the chunks, keeping what each repeats of the one
 	// before.
 	framer openaiwire.ChunkFramer
+	// pumping is the stream's pump state (pumpStater).
+	pumping keepalive[*sessions.Event]
 }
+
+func (cs *chatStream) pumpState() *keepalive[*sessions.Event] { return &cs.pumping }
 
 // start sends the headers with the first frame, in one flush.
 func (cs *chatStream) start() *sseWriter {
 	if cs.w == nil {
-		cs.w = openStream(cs.c, cs.turn)
+		cs.w = openStream(cs.c, cs.turn, &cs.sse)
 	}
 	return cs.w
 }
 
-// openStream starts the SSE response of a turn, echoing the session the
-// client named; the turn paces its flushes.
-func openStream(c *gin.Context, ct *chatTurn) *sseWriter {
+// openStream starts the SSE response of a turn into s, a zero sseWriter,
+// echoing the session the client named; the turn paces its flushes.
+func openStream(c *gin.Context, ct *chatTurn, s *sseWriter) *sseWriter {
 	if ct.echoSession {
 		c.Writer.Header().Set("X-Session-Id", ct.sessionID)
 	}
-	return newSSE(c.Writer, &ct.pace)
+	s.open(c.Writer, &ct.pace)
+	return s
 }
 
 // frameBufs holds the buffers streams make their frames in: a stream

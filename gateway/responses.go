@@ -522,7 +522,7 @@ func (st *responsesStream) write(events []openaiwire.ResponseEvent) error {
 
 func (st *responsesStream) start() *sseWriter {
 	if st.w == nil {
-		st.w = openStream(st.c, &st.turn.chatTurn)
+		st.w = openStream(st.c, &st.turn.chatTurn, new(sseWriter))
 	}
 	return st.w
 }

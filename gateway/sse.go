@@ -31,7 +31,16 @@ func startSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
 // frame. A stream has no write deadline: it lasts as long as its turn, and
 // its keepalives find a client that went away. pace may be nil.
 func newSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
-	s := &sseWriter{w: w, rc: *http.NewResponseController(w), pace: pace}
+	s := new(sseWriter)
+	s.open(w, pace)
+	return s
+}
+
+// open makes s, a zero sseWriter, the writer newSSE returns, in place:
+// for a writer that lives in a larger allocation of its caller's (a
+// stream's).
+func (s *sseWriter) open(w http.ResponseWriter, pace *pacer) {
+	*s = sseWriter{w: w, rc: *http.NewResponseController(w), pace: pace}
 	_ = s.rc.SetWriteDeadline(time.Time{})
 	h := w.Header()
 	// The values are shared, read-only slices (as h.Set would store them,
@@ -44,7 +53,6 @@ func newSSE(w http.ResponseWriter, pace *pacer) *sseWriter {
 	h["X-Accel-Buffering"] = sseAccelBuffering
 	h.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
-	return s
 }
 
 // The values of the headers of every SSE response, each a slice of length
@@ -160,13 +168,14 @@ type pumped[E any] interface {
 // keepalive. It returns the run's error, p.event's or p.keepalive's error,
 // or the cause of ctx ending; once ctx has ended no event reaches p.event.
 // pump calls p.stop before returning, and no keepalive runs after pump
-// returns.
+// returns. k, a zero keepalive or one of a pump that returned, is pump's
+// state: its caller's, so that a turn holds it in its own allocation.
 //
 // Events are handed over without a goroutine in between: a streamed answer
 // is one event per delta, and a channel hand-off per delta cost a goroutine
 // switch (and scheduling delay on a busy machine) each.
-func pump[E any](ctx context.Context, p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
-	k := &keepalive[E]{base: time.Now(), interval: interval, p: p, ctx: ctx}
+func pump[E any](ctx context.Context, k *keepalive[E], p pumped[E], events iter.Seq2[E, error], interval time.Duration) error {
+	*k = keepalive[E]{base: time.Now(), interval: interval, p: p, ctx: ctx}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()

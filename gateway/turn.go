@@ -320,6 +320,12 @@ type turnSink interface {
 
 type streamSink interface{ keepalive() error }
 
+// pumpStater is a streamSink that holds its pump's state (see pump) in
+// its own allocation, which a stream would otherwise allocate apart.
+type pumpStater interface {
+	pumpState() *keepalive[*sessions.Event]
+}
+
 // wholeAnswer is a turnSink that answers its client only once the run is
 // over (a non-streamed answer): no client learns the run's id before, so
 // the shared run index learns of the run wholeAnswerPut after it is named
@@ -409,7 +415,14 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	}
 	var err error
 	if streamed {
-		err = pump(ctx, t, t.run.Events(), s.cfg.KeepaliveInterval)
+		k, ok := sink.(pumpStater)
+		var state *keepalive[*sessions.Event]
+		if ok {
+			state = k.pumpState()
+		} else {
+			state = new(keepalive[*sessions.Event])
+		}
+		err = pump(ctx, state, t, t.run.Events(), s.cfg.KeepaliveInterval)
 	} else {
 		err = drain(ctx, t.run.Events(), t)
 	}

@@ -17,7 +17,11 @@ import (
 // length.
 type Aggregator struct {
 	parts []*genai.Part
-	last  *Response
+	// room holds the final response, its content, the first of its parts
+	// and the first text part copied, made with the first part (or by
+	// Final, when there is none): one allocation where they took four.
+	room *aggregated
+	last *Response
 	// run holds the joined text of parts[len(parts)-1] while that is a
 	// text part other text may join (its Text is stale until Final).
 	run    strings.Builder
@@ -50,8 +54,8 @@ func (a *Aggregator) Add(r *Response) {
 				continue
 			}
 			a.closeRun()
-			cp := *p
-			a.parts = append(a.parts, &cp)
+			cp := a.copyPart(p)
+			a.addPart(cp)
 			if cp.Text != "" {
 				a.inText = true
 				a.run.WriteString(cp.Text)
@@ -59,8 +63,44 @@ func (a *Aggregator) Add(r *Response) {
 			continue
 		}
 		a.closeRun()
-		a.parts = append(a.parts, p)
+		a.addPart(p)
 	}
+}
+
+// aggregated is an Aggregator's room (see Aggregator.room).
+type aggregated struct {
+	r     Response
+	c     genai.Content
+	ptrs  [1]*genai.Part
+	part  genai.Part
+	taken bool // part holds a copy
+}
+
+// ensureRoom returns a.room, made if need be.
+func (a *Aggregator) ensureRoom() *aggregated {
+	if a.room == nil {
+		a.room = new(aggregated)
+	}
+	return a.room
+}
+
+// copyPart returns a copy of p, the first one in a's room.
+func (a *Aggregator) copyPart(p *genai.Part) *genai.Part {
+	r := a.ensureRoom()
+	if r.taken {
+		cp := *p
+		return &cp
+	}
+	r.part, r.taken = *p, true
+	return &r.part
+}
+
+// addPart appends p to the parts, the first one in a's room.
+func (a *Aggregator) addPart(p *genai.Part) {
+	if a.parts == nil {
+		a.parts = a.ensureRoom().ptrs[:0]
+	}
+	a.parts = append(a.parts, p)
 }
 
 // closeRun puts the joined text into its part.
@@ -76,13 +116,16 @@ func (a *Aggregator) closeRun() {
 // Final returns the aggregated non-partial response. finish and usage come
 // from the caller (providers learn them at the end of the stream).
 func (a *Aggregator) Final(finish genai.FinishReason, usage *genai.GenerateContentResponseUsageMetadata) *Response {
-	out := &Response{FinishReason: finish, UsageMetadata: usage, TurnComplete: true}
+	room := a.ensureRoom()
+	out := &room.r
+	*out = Response{FinishReason: finish, UsageMetadata: usage, TurnComplete: true}
 	if a.last != nil {
 		out.ModelVersion = a.last.ModelVersion
 	}
 	a.closeRun()
 	if len(a.parts) > 0 {
-		out.Content = &genai.Content{Role: genai.RoleModel, Parts: a.parts}
+		room.c = genai.Content{Role: genai.RoleModel, Parts: a.parts}
+		out.Content = &room.c
 	}
 	return out
 }

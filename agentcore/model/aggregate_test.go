@@ -31,6 +31,34 @@ func TestAggregator(t *testing.T) {
 	}
 }
 
+// The first part and the final response share one allocation: the parts
+// given are not changed, a call first keeps its place, and a turn of no
+// parts has no content.
+func TestAggregatorRoom(t *testing.T) {
+	first := &genai.Part{Text: "Hel"}
+	call := &genai.Part{FunctionCall: &genai.FunctionCall{Name: "f"}}
+	var a Aggregator
+	a.Add(&Response{Partial: true, Content: &genai.Content{Parts: []*genai.Part{first}}})
+	a.Add(&Response{Partial: true, Content: &genai.Content{Parts: []*genai.Part{{Text: "lo"}}}})
+	got := a.Final(genai.FinishReasonStop, nil)
+	if first.Text != "Hel" || got.Content.Parts[0] == first || got.Content.Parts[0].Text != "Hello" {
+		t.Errorf("first part %q, final's %q (the same: %v)", first.Text, got.Content.Parts[0].Text, got.Content.Parts[0] == first)
+	}
+
+	var b Aggregator
+	b.Add(&Response{Content: &genai.Content{Parts: []*genai.Part{call, {Text: "after"}}}})
+	want := &Response{TurnComplete: true, Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{call, {Text: "after"}}}}
+	if diff := cmp.Diff(want, b.Final("", nil)); diff != "" {
+		t.Errorf("call first (-want +got):\n%s", diff)
+	}
+
+	var c Aggregator
+	c.Add(&Response{Partial: true, Content: &genai.Content{Parts: []*genai.Part{{Text: ""}}}})
+	if got := c.Final(genai.FinishReasonStop, nil); got.Content != nil || !got.TurnComplete {
+		t.Errorf("no parts: %+v", got)
+	}
+}
+
 // A long streamed answer costs time linear in its length.
 func BenchmarkAggregator1000Deltas(b *testing.B) {
 	deltas := make([]*Response, 1000)

@@ -110,12 +110,6 @@ type Encoder struct {
 
 type turnKey struct{ author, branch string }
 
-// streamedTurn is the text the partials of one unfinished turn sent.
-type streamedTurn struct {
-	key  turnKey
-	text strings.Builder
-}
-
 // NewEncoder returns an encoder for one response.
 func NewEncoder(cfg EncoderConfig) *Encoder {
 	e := new(Encoder)
@@ -189,8 +183,35 @@ func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
 }
 
 // streamedTurns is the text partials sent of the model turns not finished
-// yet (rarely more than one: parallel branches).
-type streamedTurns []*streamedTurn
+// yet: rarely more than one (parallel branches), so the first is held in
+// place, and its buffer is kept for the next turn once it finished (a
+// response's turns one after the other fill one buffer), where a turn
+// apart took two allocations (the turn and the slice of them) besides its
+// text.
+type streamedTurns struct {
+	first streamedTurn
+	inUse bool // first is a turn not finished yet
+	more  []*streamedTurn
+}
+
+// streamedTurn is the text the partials of one unfinished turn sent.
+type streamedTurn struct {
+	key  turnKey
+	text []byte
+}
+
+// find returns key's turn, nil when it has none.
+func (ts *streamedTurns) find(key turnKey) *streamedTurn {
+	if ts.inUse && ts.first.key == key {
+		return &ts.first
+	}
+	for _, t := range ts.more {
+		if t.key == key {
+			return t
+		}
+	}
+	return nil
+}
 
 // partial records text, sent by a partial event of key's turn, and
 // returns it.
@@ -198,35 +219,47 @@ func (ts *streamedTurns) partial(key turnKey, text string) string {
 	if text == "" {
 		return ""
 	}
-	i := slices.IndexFunc(*ts, func(t *streamedTurn) bool { return t.key == key })
-	if i < 0 {
-		i = len(*ts)
-		*ts = append(*ts, &streamedTurn{key: key})
+	t := ts.find(key)
+	switch {
+	case t != nil:
+	case !ts.inUse:
+		ts.inUse, ts.first.key, ts.first.text = true, key, ts.first.text[:0]
+		t = &ts.first
+	default:
+		t = &streamedTurn{key: key}
+		ts.more = append(ts.more, t)
 	}
-	(*ts)[i].text.WriteString(text)
+	t.text = append(t.text, text...)
 	return text
 }
 
 // final ends key's turn, whose whole text is text, and returns what of it
 // the partials did not send (see unsent).
 func (ts *streamedTurns) final(key turnKey, text string) string {
-	if i := slices.IndexFunc(*ts, func(t *streamedTurn) bool { return t.key == key }); i >= 0 {
-		text = unsent((*ts)[i].text.String(), text)
-		*ts = slices.Delete(*ts, i, i+1)
+	t := ts.find(key)
+	if t == nil {
+		return text
 	}
-	return text
+	rest := unsent(t.text, text)
+	if t == &ts.first {
+		ts.inUse = false
+	} else {
+		ts.more = slices.DeleteFunc(ts.more, func(m *streamedTurn) bool { return m == t })
+	}
+	return rest
 }
 
 // unsent returns the part of a turn's final text that its partials did not
 // send: the rest after the streamed prefix, or nothing when the final text
 // does not start with what was streamed (a callback rewrote it; what the
 // client has seen stands).
-func unsent(streamed, final string) string {
-	rest, ok := strings.CutPrefix(final, streamed)
-	if !ok {
+func unsent(streamed []byte, final string) string {
+	// The comparison reads streamed in place: the conversion copies
+	// nothing.
+	if len(final) < len(streamed) || final[:len(streamed)] != string(streamed) {
 		return ""
 	}
-	return rest
+	return final[len(streamed):]
 }
 
 // text is a content chunk of Event's: its text and choice are in e's

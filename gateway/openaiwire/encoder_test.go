@@ -364,6 +364,22 @@ func TestEncoder(t *testing.T) {
 		want:        []string{`a: role content="A1"`, `b: content="B1"`, `b: content="B2"`, `b: finish=stop`},
 		wantMessage: `{"role":"assistant","content":"A1B1B2","refusal":null}`,
 		wantFinish:  FinishStop,
+	}, {
+		name: "a turn that starts after another finished has its own text, beside turns still going",
+		events: []*sessions.Event{
+			withBranch(partial("a", textPart("A1")), "p.a"), withBranch(partial("b", textPart("B1")), "p.b"),
+			withBranch(partial("c", textPart("C1")), "p.c"),
+			withBranch(final("a", genai.FinishReasonStop, textPart("A1A2")), "p.a"),
+			withBranch(partial("d", textPart("D1")), "p.d"),
+			withBranch(final("c", genai.FinishReasonStop, textPart("C1")), "p.c"),
+			withBranch(partial("b", textPart("B2")), "p.b"),
+			withBranch(final("b", genai.FinishReasonStop, textPart("rewritten")), "p.b"),
+			withBranch(final("d", genai.FinishReasonStop, textPart("D1D2")), "p.d"),
+		},
+		want: []string{`a: role content="A1"`, `b: content="B1"`, `c: content="C1"`, `a: content="A2"`, `d: content="D1"`,
+			`b: content="B2"`, `d: content="D2"`, `d: finish=stop`},
+		wantMessage: `{"role":"assistant","content":"A1B1C1A2D1B2D2","refusal":null}`,
+		wantFinish:  FinishStop,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
