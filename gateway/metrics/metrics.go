@@ -73,6 +73,8 @@ type Metrics struct {
 
 	// What every turn observes, by label values (see memo).
 	requests    *memo[requestKey, requestMetrics]
+	firstTokens *memo[firstTokenKey, prometheus.Observer]
+	streams     *memo[string, prometheus.Gauge] // by route
 	calls       *memo[callKey, callMetrics]
 	tokenCounts *memo[tokenKey, prometheus.Counter]
 	ops         *memo[opKey, opMetrics]
@@ -87,6 +89,8 @@ type requestMetrics struct {
 	count    prometheus.Counter
 	duration prometheus.Observer
 }
+
+type firstTokenKey struct{ route, model string }
 
 type callKey struct{ provider, model, outcome string }
 
@@ -211,6 +215,10 @@ func New(cfg Config) (*Metrics, error) {
 	m.requests = newMemo(func(k requestKey) requestMetrics {
 		return requestMetrics{m.httpRequests.WithLabelValues(k.method, k.route, k.class), m.httpDuration.WithLabelValues(k.method, k.route)}
 	})
+	m.firstTokens = newMemo(func(k firstTokenKey) prometheus.Observer {
+		return m.firstToken.WithLabelValues(k.route, k.model)
+	})
+	m.streams = newMemo(func(route string) prometheus.Gauge { return m.openStreams.WithLabelValues(route) })
 	m.calls = newMemo(func(k callKey) callMetrics {
 		return callMetrics{m.modelCalls.WithLabelValues(k.provider, k.model, k.outcome), m.modelDuration.WithLabelValues(k.provider, k.model)}
 	})
@@ -290,16 +298,16 @@ func (m *Metrics) ObserveRequest(method, route string, status int, d time.Durati
 // ObserveFirstToken records the time from a streaming request's arrival to
 // its first event frame.
 func (m *Metrics) ObserveFirstToken(route, modelID string, d time.Duration) {
-	m.firstToken.WithLabelValues(routeLabel(route), m.Model(modelID)).Observe(d.Seconds())
+	m.firstTokens.get(firstTokenKey{routeLabel(route), m.Model(modelID)}).Observe(d.Seconds())
 }
 
-// StreamOpened counts an event stream as open on route until the returned
-// function is called (once).
-func (m *Metrics) StreamOpened(route string) (closed func()) {
-	g := m.openStreams.WithLabelValues(routeLabel(route))
-	g.Inc()
-	return g.Dec
-}
+// StreamOpened counts an event stream as open on route until
+// StreamClosed(route) is called (once).
+func (m *Metrics) StreamOpened(route string) { m.streams.get(routeLabel(route)).Inc() }
+
+// StreamClosed counts an event stream StreamOpened counted on route as
+// closed.
+func (m *Metrics) StreamClosed(route string) { m.streams.get(routeLabel(route)).Dec() }
 
 // ModelCall implements agentcore.Observer.
 func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.GenerateContentResponseUsageMetadata, err error) {
