@@ -77,6 +77,7 @@ type Metrics struct {
 	streams     *memo[string, prometheus.Gauge] // by route
 	calls       *memo[callKey, callMetrics]
 	tokenCounts *memo[tokenKey, prometheus.Counter]
+	tools       *memo[toolKey, callMetrics] // a tool call's, as a model call's
 	ops         *memo[opKey, opMetrics]
 	// okOps are the store operations that succeeded, by operation
 	// (see handle).
@@ -100,6 +101,8 @@ type callMetrics struct {
 }
 
 type tokenKey struct{ provider, model, agent, kind string }
+
+type toolKey struct{ tool, outcome string }
 
 type opKey struct{ op, outcome string }
 
@@ -224,6 +227,9 @@ func New(cfg Config) (*Metrics, error) {
 	})
 	m.tokenCounts = newMemo(func(k tokenKey) prometheus.Counter {
 		return m.tokens.WithLabelValues(k.provider, k.model, k.agent, k.kind)
+	})
+	m.tools = newMemo(func(k toolKey) callMetrics {
+		return callMetrics{m.toolCalls.WithLabelValues(k.tool, k.outcome), m.toolDuration.WithLabelValues(k.tool)}
 	})
 	m.ops = newMemo(func(k opKey) opMetrics {
 		return opMetrics{m.storeOps.WithLabelValues(k.op, k.outcome), m.storeDuration.WithLabelValues(k.op)}
@@ -352,8 +358,9 @@ func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
 	if err != nil {
 		outcome = "error"
 	}
-	m.toolCalls.WithLabelValues(tool, outcome).Inc()
-	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+	t := m.tools.get(toolKey{tool, outcome})
+	t.count.Inc()
+	t.duration.Observe(d.Seconds())
 }
 
 // Transfer implements agentcore.Observer.
