@@ -25,8 +25,8 @@ func (s *Server) instrument(c *gin.Context, w *meteredWriter) {
 	c.Writer = w
 	defer func() {
 		c.Writer = w.ResponseWriter
-		if w.closed != nil {
-			w.closed()
+		if w.stream {
+			w.m.StreamClosed(c.FullPath())
 		}
 		s.cfg.Metrics.ObserveRequest(c.Request.Method, c.FullPath(), w.Status(), time.Since(w.start))
 	}()
@@ -44,13 +44,12 @@ type meteredWriter struct {
 	model   string // the virtual model, once noteModel knows it
 	stream  bool
 	firstAt bool
-	closed  func()
 }
 
 func (w *meteredWriter) WriteHeader(code int) {
-	if !w.stream && w.closed == nil && code == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream" {
+	if !w.stream && code == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream" {
 		w.stream = true
-		w.closed = w.m.StreamOpened(w.c.FullPath())
+		w.m.StreamOpened(w.c.FullPath())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

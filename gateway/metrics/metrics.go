@@ -73,8 +73,11 @@ type Metrics struct {
 
 	// What every turn observes, by label values (see memo).
 	requests    *memo[requestKey, requestMetrics]
+	firstTokens *memo[firstTokenKey, prometheus.Observer]
+	streams     *memo[string, prometheus.Gauge] // by route
 	calls       *memo[callKey, callMetrics]
 	tokenCounts *memo[tokenKey, prometheus.Counter]
+	tools       *memo[toolKey, callMetrics] // a tool call's, as a model call's
 	ops         *memo[opKey, opMetrics]
 	// okOps are the store operations that succeeded, by operation
 	// (see handle).
@@ -88,6 +91,8 @@ type requestMetrics struct {
 	duration prometheus.Observer
 }
 
+type firstTokenKey struct{ route, model string }
+
 type callKey struct{ provider, model, outcome string }
 
 type callMetrics struct {
@@ -96,6 +101,8 @@ type callMetrics struct {
 }
 
 type tokenKey struct{ provider, model, agent, kind string }
+
+type toolKey struct{ tool, outcome string }
 
 type opKey struct{ op, outcome string }
 
@@ -211,11 +218,18 @@ func New(cfg Config) (*Metrics, error) {
 	m.requests = newMemo(func(k requestKey) requestMetrics {
 		return requestMetrics{m.httpRequests.WithLabelValues(k.method, k.route, k.class), m.httpDuration.WithLabelValues(k.method, k.route)}
 	})
+	m.firstTokens = newMemo(func(k firstTokenKey) prometheus.Observer {
+		return m.firstToken.WithLabelValues(k.route, k.model)
+	})
+	m.streams = newMemo(func(route string) prometheus.Gauge { return m.openStreams.WithLabelValues(route) })
 	m.calls = newMemo(func(k callKey) callMetrics {
 		return callMetrics{m.modelCalls.WithLabelValues(k.provider, k.model, k.outcome), m.modelDuration.WithLabelValues(k.provider, k.model)}
 	})
 	m.tokenCounts = newMemo(func(k tokenKey) prometheus.Counter {
 		return m.tokens.WithLabelValues(k.provider, k.model, k.agent, k.kind)
+	})
+	m.tools = newMemo(func(k toolKey) callMetrics {
+		return callMetrics{m.toolCalls.WithLabelValues(k.tool, k.outcome), m.toolDuration.WithLabelValues(k.tool)}
 	})
 	m.ops = newMemo(func(k opKey) opMetrics {
 		return opMetrics{m.storeOps.WithLabelValues(k.op, k.outcome), m.storeDuration.WithLabelValues(k.op)}
@@ -290,16 +304,16 @@ func (m *Metrics) ObserveRequest(method, route string, status int, d time.Durati
 // ObserveFirstToken records the time from a streaming request's arrival to
 // its first event frame.
 func (m *Metrics) ObserveFirstToken(route, modelID string, d time.Duration) {
-	m.firstToken.WithLabelValues(routeLabel(route), m.Model(modelID)).Observe(d.Seconds())
+	m.firstTokens.get(firstTokenKey{routeLabel(route), m.Model(modelID)}).Observe(d.Seconds())
 }
 
-// StreamOpened counts an event stream as open on route until the returned
-// function is called (once).
-func (m *Metrics) StreamOpened(route string) (closed func()) {
-	g := m.openStreams.WithLabelValues(routeLabel(route))
-	g.Inc()
-	return g.Dec
-}
+// StreamOpened counts an event stream as open on route until
+// StreamClosed(route) is called (once).
+func (m *Metrics) StreamOpened(route string) { m.streams.get(routeLabel(route)).Inc() }
+
+// StreamClosed counts an event stream StreamOpened counted on route as
+// closed.
+func (m *Metrics) StreamClosed(route string) { m.streams.get(routeLabel(route)).Dec() }
 
 // ModelCall implements agentcore.Observer.
 func (m *Metrics) ModelCall(agent, _ string, d time.Duration, usage *genai.GenerateContentResponseUsageMetadata, err error) {
@@ -344,8 +358,9 @@ func (m *Metrics) ToolCall(agent, tool string, d time.Duration, err error) {
 	if err != nil {
 		outcome = "error"
 	}
-	m.toolCalls.WithLabelValues(tool, outcome).Inc()
-	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+	t := m.tools.get(toolKey{tool, outcome})
+	t.count.Inc()
+	t.duration.Observe(d.Seconds())
 }
 
 // Transfer implements agentcore.Observer.
