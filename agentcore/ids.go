@@ -181,32 +181,16 @@ func appendUUID(b []byte, u *[16]byte) []byte {
 	return append(b, s[:]...)
 }
 
-// formatUUID writes u in the canonical form into s: each byte's two
-// digits at their place, group by group, and the dashes between the
-// groups. Written out rather than looped over a table of places: at a
-// constant place a byte is a few instructions, with no bounds check (a
-// streamed turn makes an id per delta).
+// uuidDigits is where each byte of a UUID puts its two hex digits in the
+// canonical form; the dashes are at 8, 13, 18 and 23.
+var uuidDigits = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// formatUUID writes u in the canonical form into s: 8-4-4-4-12 lowercase
+// hex digits.
 func formatUUID(s *[36]byte, u *[16]byte) {
 	const digits = "0123456789abcdef"
-	put := func(at int, c byte) { s[at], s[at+1] = digits[c>>4], digits[c&0x0f] }
-	put(0, u[0])
-	put(2, u[1])
-	put(4, u[2])
-	put(6, u[3])
-	s[8] = '-'
-	put(9, u[4])
-	put(11, u[5])
-	s[13] = '-'
-	put(14, u[6])
-	put(16, u[7])
-	s[18] = '-'
-	put(19, u[8])
-	put(21, u[9])
-	s[23] = '-'
-	put(24, u[10])
-	put(26, u[11])
-	put(28, u[12])
-	put(30, u[13])
-	put(32, u[14])
-	put(34, u[15])
+	for i, at := range uuidDigits {
+		s[at], s[at+1] = digits[u[i]>>4], digits[u[i]&0x0f]
+	}
+	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
 }
