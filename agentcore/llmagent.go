@@ -720,11 +720,10 @@ func fillFromResponse(ev *sessions.Event, r *model.Response) {
 }
 
 // contentRoom is room for the copy of a content of one part (a streamed
-// delta's).
+// delta's): a onePartContent with room for the part itself.
 type contentRoom struct {
-	c     genai.Content
-	parts [1]*genai.Part
-	part  genai.Part
+	onePartContent
+	part genai.Part
 }
 
 // copyOf copies c into r: the Content, its Parts array and the Parts, what
