@@ -64,6 +64,15 @@ func (m *wireMessage) reasoning() string {
 	return m.Reasoning
 }
 
+// text returns the message's text: its content and its refusal (one of
+// them, as a rule), joined only when both are set.
+func (m *wireMessage) text() string {
+	if m.Refusal == "" {
+		return m.Content
+	}
+	return m.Content + m.Refusal
+}
+
 // wireToolCall is a complete call (in a message) or a fragment of one (in
 // a delta; Index is nil when the server sent none).
 type wireToolCall struct {
