@@ -214,38 +214,31 @@ func (c *call) body(req *model.Request, stream bool) ([]byte, error) {
 	return params.encode()
 }
 
-// send posts body (a streamed call's when stream) until an attempt succeeds, an error is not worth
-// another attempt (model.RetryDelay), or the retries are used up. The
-// response's body ends the attempt's timeout when closed.
+// send posts body (a streamed call's when stream) until an attempt
+// succeeds, an error is not worth another attempt (model.RetryDelay), or
+// the retries are used up. The response's body ends the attempt's timeout
+// when closed. An answer with a status of 400 or more fails its attempt as
+// an *apiError (its body read and closed), classified with the answer's
+// headers.
 func (c *call) send(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
+	up := c.p.up
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, body, stream)
+		resp, err := wire.Post(ctx, up.client, up.url, up.header(stream), body, up.timeout)
 		if err == nil {
-			return resp, nil
+			if resp.StatusCode < 400 {
+				return resp, nil
+			}
+			err = readAPIError(resp)
 		}
 		err = c.failure(ctx, err, resp, false)
-		delay, again := model.RetryDelay(err, attempt, c.p.up.retries)
+		delay, again := model.RetryDelay(err, attempt, up.retries)
 		if !again {
 			return nil, err
 		}
-		if err := c.p.up.wait(ctx, delay); err != nil {
+		if err := up.wait(ctx, delay); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// attempt sends body once. A status of 400 or more is an *apiError (the
-// body read and closed); resp is returned with it for its headers.
-func (c *call) attempt(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	up := c.p.up
-	resp, err := wire.Post(ctx, up.client, up.url, up.header(stream), body, up.timeout)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		return resp, readAPIError(resp)
-	}
-	return resp, nil
 }
 
 func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Response, error) bool) {

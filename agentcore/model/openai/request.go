@@ -639,6 +639,14 @@ func inlinePart(b *genai.Blob) (contentPart, error) {
 // execution, ...) have no chat-completions equivalent and are refused
 // rather than silently dropped.
 func tools(in []*genai.Tool) ([]chatTool, error) {
+	if len(in) == 0 {
+		return nil, nil // most requests: the test inlined in buildParams
+	}
+	return functionTools(in)
+}
+
+// functionTools is tools of one tool or more.
+func functionTools(in []*genai.Tool) ([]chatTool, error) {
 	var out []chatTool
 	for _, t := range in {
 		if t == nil {
@@ -713,9 +721,13 @@ func toObject(v any) (map[string]any, error) {
 // allowed_tools list when several are named). nil leaves it out.
 func toolChoice(tc *genai.ToolConfig) any {
 	if tc == nil || tc.FunctionCallingConfig == nil {
-		return nil
+		return nil // most requests: the test inlined in buildParams
 	}
-	fcc := tc.FunctionCallingConfig
+	return functionChoice(tc.FunctionCallingConfig)
+}
+
+// functionChoice is toolChoice of a function-calling config.
+func functionChoice(fcc *genai.FunctionCallingConfig) any {
 	names := fcc.AllowedFunctionNames
 	switch fcc.Mode {
 	case genai.FunctionCallingConfigModeNone:
@@ -759,8 +771,13 @@ func allowedTools(mode string, names []string) allowedToolsChoice {
 // "output", strict false); application/json alone -> json_object.
 func responseFormatOf(cfg *genai.GenerateContentConfig, o *model.Options) (*responseFormat, error) {
 	if cfg.ResponseMIMEType != "application/json" {
-		return nil, nil
+		return nil, nil // most requests: the test inlined in buildParams
 	}
+	return jsonFormat(cfg, o)
+}
+
+// jsonFormat is responseFormatOf of a JSON answer.
+func jsonFormat(cfg *genai.GenerateContentConfig, o *model.Options) (*responseFormat, error) {
 	var schema map[string]any
 	switch {
 	case cfg.ResponseJsonSchema != nil:

@@ -102,16 +102,16 @@ type modelContent struct {
 	first genai.Part
 }
 
-// add appends a text part to m, the first one in m's own room.
+// add appends a text part to m, the first one in m's own room (zero until
+// then, as m is made: its fields are set one by one).
 func (m *modelContent) add(t string, thought bool) {
-	var p *genai.Part
 	if m.c.Parts == nil {
-		m.c.Role, m.c.Parts, p = genai.RoleModel, m.parts[:0], &m.first
-	} else {
-		p = new(genai.Part)
+		m.first.Text, m.first.Thought = t, thought
+		m.parts[0] = &m.first
+		m.c.Role, m.c.Parts = genai.RoleModel, m.parts[:]
+		return
 	}
-	*p = genai.Part{Text: t, Thought: thought}
-	m.c.Parts = append(m.c.Parts, p)
+	m.c.Parts = append(m.c.Parts, &genai.Part{Text: t, Thought: thought})
 }
 
 // final returns the one aggregated response of the turn.
@@ -142,44 +142,54 @@ func completionResponse(c *wireCompletion) (*model.Response, error) {
 		return nil, fmt.Errorf("the completion has no choices")
 	}
 	ch := &c.Choices[0]
-	out := new(completion)
-	// The parts as the stream's aggregator would leave them: reasoning,
-	// text (neither empty), then the calls.
-	if t := ch.Message.reasoning(); t != "" {
-		out.m.add(t, true)
-	}
-	if t := ch.Message.Content + ch.Message.Refusal; t != "" {
-		out.m.add(t, false)
-	}
-	var fcs []*genai.Part
-	var bad []string
-	if len(ch.Message.ToolCalls) > 0 { // most answers are text alone
-		var calls toolCalls
-		for _, tc := range ch.Message.ToolCalls {
-			calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
-		}
-		fcs, bad = calls.parts()
-	}
 	finish := ch.FinishReason
 	if finish == "" {
 		finish = "stop" // some servers leave it out of complete answers
 	}
-	out.r = model.Response{FinishReason: finishReason(finish), TurnComplete: true, ModelVersion: c.Model}
+	out := new(completion) // zero: its fields are set one by one
 	r := &out.r
+	r.FinishReason, r.TurnComplete, r.ModelVersion = finishReason(finish), true, c.Model
 	if c.Usage != nil {
 		out.u = usage(c.Usage)
 		r.UsageMetadata = &out.u
 	}
-	switch content := &out.m.c; {
+	// The parts as the stream's aggregator would leave them: reasoning,
+	// text (neither empty), then the calls.
+	m := &ch.Message
+	if t := m.reasoning(); t != "" {
+		out.m.add(t, true)
+	}
+	if t := m.text(); t != "" {
+		out.m.add(t, false)
+	}
+	if out.m.c.Parts != nil {
+		r.Content = &out.m.c
+	}
+	var bad []string
+	if len(m.ToolCalls) > 0 { // most answers are text alone
+		bad = addCalls(r, &out.m.c, m.ToolCalls)
+	}
+	markProblems(r, finish, bad)
+	return r, nil
+}
+
+// addCalls adds a non-streamed answer's calls to its content, r's, and
+// returns the names of those whose arguments are not a JSON object (left
+// out; see toolCalls.parts).
+func addCalls(r *model.Response, content *genai.Content, list []wireToolCall) (bad []string) {
+	var calls toolCalls
+	for _, tc := range list {
+		calls.put(tc.ID, tc.Function.Name, tc.Function.Arguments)
+	}
+	fcs, bad := calls.parts()
+	switch {
 	case content.Parts != nil:
 		content.Parts = append(content.Parts, fcs...)
-		r.Content = content
 	case len(fcs) > 0:
 		*content = genai.Content{Role: genai.RoleModel, Parts: fcs}
 		r.Content = content
 	}
-	markProblems(r, finish, bad)
-	return r, nil
+	return bad
 }
 
 // finishReason maps chat-completions finish reasons to Gemini's.

@@ -7,9 +7,10 @@ import (
 	"google.golang.org/genai"
 )
 
-// A non-streamed answer with tool calls (the slow path beside a text-only
-// answer's): the text part, then the calls, ids kept; a call whose
-// arguments are not a JSON object is left out and marks the answer.
+// A non-streamed answer's parts: reasoning, then its text (content and
+// refusal), then its tool calls (the slow path beside a text-only
+// answer's), ids kept; a call whose arguments are not a JSON object is
+// left out and marks the answer.
 func TestCompletionResponseToolCalls(t *testing.T) {
 	call := func(id, name, args string) wireToolCall {
 		tc := wireToolCall{ID: id}
@@ -23,6 +24,13 @@ func TestCompletionResponseToolCalls(t *testing.T) {
 		bad   bool
 	}{
 		{"text alone", wireMessage{Content: "Hello"}, []*genai.Part{{Text: "Hello"}}, false},
+		{"a refusal", wireMessage{Refusal: "I can't."}, []*genai.Part{{Text: "I can't."}}, false},
+		{"text and a refusal", wireMessage{Content: "Well. ", Refusal: "I can't."}, []*genai.Part{{Text: "Well. I can't."}}, false},
+		{"reasoning and text", wireMessage{Reasoning: "Think.", Content: "Hi"},
+			[]*genai.Part{{Text: "Think.", Thought: true}, {Text: "Hi"}}, false},
+		{"reasoning and calls", wireMessage{ReasoningContent: "Look it up.", ToolCalls: []wireToolCall{call("call_1", "lookup", `{}`)}},
+			[]*genai.Part{{Text: "Look it up.", Thought: true},
+				{FunctionCall: &genai.FunctionCall{ID: "call_1", Name: "lookup", Args: map[string]any{}}}}, false},
 		{"text and calls", wireMessage{Content: "Let me look.", ToolCalls: []wireToolCall{
 			call("call_1", "lookup", `{"id":7}`), call("call_2", "other", "")}},
 			[]*genai.Part{{Text: "Let me look."},

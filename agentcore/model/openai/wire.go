@@ -64,6 +64,15 @@ func (m *wireMessage) reasoning() string {
 	return m.Reasoning
 }
 
+// text returns the message's text: its content and its refusal (one of
+// them, as a rule), joined only when both are set.
+func (m *wireMessage) text() string {
+	if m.Refusal == "" {
+		return m.Content
+	}
+	return m.Content + m.Refusal
+}
+
 // wireToolCall is a complete call (in a message) or a fragment of one (in
 // a delta; Index is nil when the server sent none).
 type wireToolCall struct {
@@ -100,30 +109,34 @@ func decodeBody(data []byte, c *wireCompletion) error {
 const maxBody = 8 << 20
 
 // readCompletion reads and decodes a non-streamed answer into c (which
-// the caller may keep on its stack) and closes the body, so that the
-// connection goes back to the pool. The body is read into a buffer of
+// the caller may keep on its stack), closing the body once read, so that
+// the connection goes back to the pool. The body is read into a buffer of
 // answerBufs: what is decoded keeps no part of it (strings are copies).
 func readCompletion(resp *http.Response, c *wireCompletion) error {
-	defer resp.Body.Close()
 	size := 512
 	if n := resp.ContentLength; n > 0 && n < maxBody {
 		size = int(n) + 1 // the read that sees the end needs room for a byte
 	}
 	buf := answerBufs.Get().(*[]byte)
-	defer answerBufs.Put(buf)
-	body, err := readAll(resp.Body, slices.Grow((*buf)[:0], size))
+	if cap(*buf) < size {
+		*buf = make([]byte, 0, size)
+	}
+	body, err := readAll(resp.Body, (*buf)[:0])
+	_ = resp.Body.Close()
 	if cap(body) <= maxPooledAnswer {
 		*buf = body[:0] // keep what it grew to
 	}
 	if err != nil {
-		return fmt.Errorf("error reading response body: %w", err)
+		err = fmt.Errorf("error reading response body: %w", err)
+	} else {
+		var d decoder
+		d.giveRoom()
+		if err = d.decode(body, c); err != nil {
+			err = fmt.Errorf("error parsing response json: %w", err)
+		}
 	}
-	var d decoder
-	d.giveRoom()
-	if err := d.decode(body, c); err != nil {
-		return fmt.Errorf("error parsing response json: %w", err)
-	}
-	return nil
+	answerBufs.Put(buf)
+	return err
 }
 
 // answerBufs holds the buffers readCompletion reads answers into, a

@@ -278,6 +278,33 @@ func TestReadCompletionAnyLength(t *testing.T) {
 	}
 }
 
+// closeCount is a body that counts its Close calls.
+type closeCount struct {
+	io.Reader
+	closes int
+}
+
+func (c *closeCount) Close() error { c.closes++; return nil }
+
+// readCompletion closes the body once, whether the answer decodes, is
+// malformed or fails to be read.
+func TestReadCompletionCloses(t *testing.T) {
+	for name, r := range map[string]io.Reader{
+		"answer":     strings.NewReader(`{"model":"m","choices":[]}`),
+		"malformed":  strings.NewReader(`{"model":`),
+		"read error": iotest.ErrReader(io.ErrUnexpectedEOF),
+	} {
+		body := &closeCount{Reader: r}
+		err := readCompletion(&http.Response{ContentLength: -1, Body: body}, new(wireCompletion))
+		if (err != nil) != (name != "answer") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if body.closes != 1 {
+			t.Errorf("%s: %d closes, want 1", name, body.closes)
+		}
+	}
+}
+
 // TestDecodeRoomMatches: a decoder given room (readCompletion's, a
 // stream's) decodes what one without it decodes, the first choice and the
 // usage in the room.

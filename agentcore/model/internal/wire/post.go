@@ -26,28 +26,29 @@ func ParseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// Post sends body to u (from ParseURL; each request gets a copy of its
-// own) once, under a timeout of its own that bounds the whole attempt,
-// the reading of the answer included: closing the response's body ends
-// it. Any answer is returned, whatever its status; the caller reads and
-// closes its body. header is sent as it is, not copied: the caller must
-// not change it while the request runs (http.Client only reads it unless
-// it has a cookie jar; see http.RoundTripper).
+// Post sends body to u (from ParseURL) once, under a timeout of its own
+// that bounds the whole attempt, the reading of the answer included:
+// closing the response's body ends it. Any answer is returned, whatever
+// its status; the caller reads and closes its body. u and header are sent
+// as they are, not copied: the caller must not change them while the
+// request runs (http.Client only reads a request's URL, and its headers
+// unless it has a cookie jar; see http.RoundTripper), so a provider's
+// requests share the URL it parsed once.
 //
 // The request is the one http.NewRequestWithContext makes (a body of known
 // length that can be read again, Host from the URL), made without parsing
-// the URL and with its URL, body and answer's wrapper in one allocation.
+// the URL and with its body and answer's wrapper in one allocation.
 // Its Host is left empty where NewRequest sets the URL's host: the same
 // bytes on the wire (the URL's host is sent when Host is empty), and no
 // copy of the URL by http.Client.
 func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Header, body []byte, timeout time.Duration) (*http.Response, error) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	a := &attempt{url: *u}
+	a := new(attempt)
 	a.resp.cancel = cancel
 	a.body.Reset(body)
 	req := &http.Request{
 		Method:        http.MethodPost,
-		URL:           &a.url,
+		URL:           u,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
@@ -75,7 +76,6 @@ func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Head
 // attempt is what Post allocates for a request, but for the request
 // itself (its context can only be set by a copy).
 type attempt struct {
-	url  url.URL
 	body bytes.Reader
 	resp attemptBody
 }

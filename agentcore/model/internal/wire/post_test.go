@@ -197,6 +197,11 @@ func TestPostRedirects(t *testing.T) {
 			} else {
 				u, _ := ParseURL(srv.URL + path)
 				resp, err = Post(context.Background(), srv.Client(), u, header, []byte(`{"x":1}`), time.Minute)
+				// The URL is the request's, not a copy: the redirects
+				// leave it as it was (another request sends it next).
+				if u.String() != srv.URL+path {
+					t.Errorf("%s: after Post, the URL is %s", path, u)
+				}
 			}
 			if err != nil {
 				errs[i] = err.Error()
