@@ -1,10 +1,13 @@
 package openaiwire
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 func TestToContents(t *testing.T) {
@@ -273,5 +276,65 @@ func TestGenerationSettings(t *testing.T) {
 	}
 	if base.Temperature == nil || *base.Temperature != 0.1 || base.StopSequences[0] != "base" {
 		t.Errorf("base modified: %+v", base)
+	}
+}
+
+// TestSetsTurn sets each field of a request in turn (to a non-zero value,
+// filled in depth) and checks that SetsTurn reports every one that
+// OutputSchema, GenerationSettings, ToToolConfig or ModelOptions maps: a
+// field added to those and not to SetsTurn fails here.
+func TestSetsTurn(t *testing.T) {
+	if (&ChatCompletionRequest{}).SetsTurn() {
+		t.Fatal("a request with nothing set sets its turn")
+	}
+	rt := reflect.TypeFor[ChatCompletionRequest]()
+	for i := range rt.NumField() {
+		var r ChatCompletionRequest
+		f := rt.Field(i)
+		fill(reflect.ValueOf(&r).Elem().Field(i), 0)
+		schema, jsonMode, err := OutputSchema(r.ResponseFormat)
+		maps := schema != nil || jsonMode || err != nil || GenerationSettings(&r, nil) != nil ||
+			ToToolConfig(r.ToolChoice) != nil || r.ModelOptions() != (model.Options{})
+		if maps && !r.SetsTurn() {
+			t.Errorf("%s maps to the turn's settings, but SetsTurn is false", f.Name)
+		}
+	}
+}
+
+// fill sets v to a value with every field and element set, to depth 4.
+func fill(v reflect.Value, depth int) {
+	if depth > 4 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(2)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(0.5)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fill(p.Elem(), depth+1)
+		v.Set(p)
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		fill(s.Index(0), depth+1)
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k, depth+1)
+		fill(e, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), depth+1)
+			}
+		}
 	}
 }
