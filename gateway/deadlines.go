@@ -40,15 +40,18 @@ import (
 // BodyReadTimeout.
 var errBodyTimeout = errors.New("gateway: the request body did not arrive in time")
 
-// deadlines bounds the request body's arrival time and the response's
-// write time (limitBody bounds the body's size).
+// deadlines bounds the request body's arrival time and size
+// (MaxBodyBytes) and the response's write time.
 func (s *Server) deadlines(c *gin.Context) {
 	d := &requestDeadlines{w: deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}}
 	c.Writer = &d.w
-	if r := c.Request; r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		_ = http.NewResponseController(d.w.ResponseWriter).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-		d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
-		r.Body = &d.body
+	if r := c.Request; r.Body != nil {
+		if r.Body != http.NoBody && r.ContentLength != 0 {
+			_ = http.NewResponseController(d.w.ResponseWriter).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+			d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
+			r.Body = &d.body
+		}
+		r.Body = http.MaxBytesReader(c.Writer, r.Body, s.cfg.MaxBodyBytes)
 	}
 	if s.cfg.Metrics != nil {
 		s.instrument(c, &d.m)

@@ -353,6 +353,9 @@ func (s *Server) readLocked(ctx context.Context, req sessions.GetRequest, create
 // messages (system);
 // nil when the request has none of them.
 func overridesFrom(a *app, req *openaiwire.ChatCompletionRequest, system string) (*agentcore.Overrides, error) {
+	if !req.SetsTurn() && (system == "" || !a.AppendClientInstructions) {
+		return nil, nil // most turns: nothing to map
+	}
 	schema, jsonMode, err := openaiwire.OutputSchema(req.ResponseFormat)
 	if err != nil {
 		return nil, err

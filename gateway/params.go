@@ -38,6 +38,9 @@ const metadataParamPrefix = "param."
 
 // metadataParams reads the caller's parameters from /v1 metadata.
 func metadataParams(md map[string]string) (map[string]agentcore.Param, error) {
+	if len(md) == 0 {
+		return nil, nil // most requests: no metadata
+	}
 	var out map[string]agentcore.Param // nil until the first parameter
 	hidden := map[string]string{}
 	for k, v := range md {

@@ -258,10 +258,19 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
-	// deadlines wraps the writer, then instrument does (when there are
-	// metrics, called by deadlines: its writer in the same allocation):
-	// noteModel finds the metered writer on the context.
-	e.Use(s.deadlines, s.requestID, s.recovery, s.accessLog, s.cors, s.limitBody, s.authenticate)
+	// deadlines wraps the writer and bounds the body, then instrument does
+	// (when there are metrics, called by deadlines: its writer in the same
+	// allocation): noteModel finds the metered writer on the context. The
+	// CORS and authentication layers are there only when configured: a
+	// layer costs every request a call, whatever it does.
+	layers := []gin.HandlerFunc{s.deadlines, s.serveRequest}
+	if len(cfg.CORSOrigins) > 0 {
+		layers = append(layers, s.cors)
+	}
+	if cfg.Auth != nil {
+		layers = append(layers, s.authenticate)
+	}
+	e.Use(layers...)
 	s.routes(e)
 	s.engine = e
 	return s, nil
@@ -321,20 +330,27 @@ func (s *Server) readyz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// requestID reads or assigns x-request-id and echoes it, and with
-// telemetry continues the caller's trace: the W3C traceparent (and
-// tracestate, baggage) of every request on every surface goes into the
-// request's context, where the turn's spans find their parent.
+// serveRequest tags the request (tagRequest), turns a handler's panic
+// into a 500 in the surface's format (recovered) and writes the request's
+// access log line (logRequest): one layer, in that order.
 //
 // This middleware and the others keep their work in functions of their own
 // and only call c.Next themselves: the frame of a function that calls
 // c.Next stays on the request goroutine's stack under the handler, for a
 // stream as long as it is open (see docs/benchmarks-memory.md).
-func (s *Server) requestID(c *gin.Context) {
+func (s *Server) serveRequest(c *gin.Context) {
 	s.tagRequest(c)
+	defer s.recovered(c)
+	start := time.Now()
 	c.Next()
+	s.logRequest(c, start)
 }
 
+// tagRequest reads or assigns x-request-id and echoes it, and with
+// telemetry continues the caller's trace: the W3C traceparent (and
+// tracestate, baggage) of every request on every surface goes into the
+// request's context, where the turn's spans find their parent.
+//
 //go:noinline
 func (s *Server) tagRequest(c *gin.Context) {
 	id := c.GetHeader("X-Request-Id")
@@ -358,34 +374,28 @@ func (s *Server) tagRequest(c *gin.Context) {
 	c.Writer.Header()["X-Request-Id"] = []string{id}
 }
 
-// recovery turns a handler panic into a 500 in the surface's format.
-func (s *Server) recovery(c *gin.Context) {
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p))
-			if c.Writer.Written() {
-				c.Abort()
-				return
-			}
-			err := &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: "internal error"}
-			if isOpenAIPath(c.Request.URL.Path) {
-				writeOpenAIError(c, err)
-			} else {
-				writeNativeError(c, err)
-			}
-			c.Abort()
-		}
-	}()
-	c.Next()
-}
-
-func (s *Server) accessLog(c *gin.Context) {
-	start := time.Now()
-	c.Next()
-	s.logRequest(c, start)
+// recovered, deferred, turns a handler panic into a 500 in the surface's
+// format (no access log line is written for it).
+func (s *Server) recovered(c *gin.Context) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p))
+	if c.Writer.Written() {
+		c.Abort()
+		return
+	}
+	err := &apiError{status: http.StatusInternalServerError, kind: "server_error", code: "internal_error", message: "internal error"}
+	if isOpenAIPath(c.Request.URL.Path) {
+		writeOpenAIError(c, err)
+	} else {
+		writeNativeError(c, err)
+	}
+	c.Abort()
 }
 
 // logRequest writes the request's access log line. The record goes
@@ -436,13 +446,6 @@ func (s *Server) cors(c *gin.Context) {
 		h.Set("Access-Control-Max-Age", "600")
 		c.AbortWithStatus(http.StatusNoContent)
 		return
-	}
-	c.Next()
-}
-
-func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.Body != nil {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
 	}
 	c.Next()
 }

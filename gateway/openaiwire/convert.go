@@ -492,6 +492,17 @@ func OutputSchema(rf *ResponseFormat) (schema map[string]any, jsonMode bool, err
 		"Invalid value: '%s'. Supported values are: 'text', 'json_object', 'json_schema'.", rf.Type))
 }
 
+// SetsTurn reports whether the request sets any of what OutputSchema,
+// GenerationSettings, ToToolConfig and ModelOptions map to a turn's
+// settings. Most requests set none: their turns keep the agents' own
+// settings, and a caller need not map them.
+func (req *ChatCompletionRequest) SetsTurn() bool {
+	return req.ResponseFormat != nil || req.ToolChoice != nil || req.ParallelToolCalls != nil || req.ReasoningEffort != "" ||
+		req.Reasoning != nil || req.Verbosity != "" || req.ServiceTier != "" || req.Temperature != nil || req.TopP != nil ||
+		req.MaxTokens != nil || req.MaxCompletionTokens != nil || len(req.Stop) > 0 || req.Seed != nil ||
+		req.PresencePenalty != nil || req.FrequencyPenalty != nil
+}
+
 // ModelOptions are the request's settings for the model calls beyond
 // genai's config: the json_schema's name and strict flag, parallel tool
 // calls, reasoning effort (reasoning_effort, else reasoning.effort),

@@ -1,10 +1,13 @@
 package openaiwire
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
+
+	"github.com/agentgate/agentgate/agentcore/model"
 )
 
 func TestToContents(t *testing.T) {
@@ -273,5 +276,73 @@ func TestGenerationSettings(t *testing.T) {
 	}
 	if base.Temperature == nil || *base.Temperature != 0.1 || base.StopSequences[0] != "base" {
 		t.Errorf("base modified: %+v", base)
+	}
+}
+
+// oneField makes a request with only the named field of
+// ChatCompletionRequest set, to a value that sets a turn's settings or is
+// refused where the field can be: one entry a field, which
+// TestSetsTurn checks.
+var oneField = func() map[string]func(r *ChatCompletionRequest) {
+	two, half, yes, x := int64(2), 0.5, true, "x"
+	return map[string]func(r *ChatCompletionRequest){
+		"Model":               func(r *ChatCompletionRequest) { r.Model = x },
+		"Messages":            func(r *ChatCompletionRequest) { r.Messages = []ChatMessage{{Role: RoleUser, Content: TextContent(x)}} },
+		"Tools":               func(r *ChatCompletionRequest) { r.Tools = []Tool{{Type: x}} },
+		"ToolChoice":          func(r *ChatCompletionRequest) { r.ToolChoice = &ToolChoice{Mode: x} },
+		"ParallelToolCalls":   func(r *ChatCompletionRequest) { r.ParallelToolCalls = &yes },
+		"ResponseFormat":      func(r *ChatCompletionRequest) { r.ResponseFormat = &ResponseFormat{Type: x} },
+		"Stream":              func(r *ChatCompletionRequest) { r.Stream = true },
+		"StreamOptions":       func(r *ChatCompletionRequest) { r.StreamOptions = &StreamOptions{IncludeUsage: true} },
+		"Temperature":         func(r *ChatCompletionRequest) { r.Temperature = &half },
+		"TopP":                func(r *ChatCompletionRequest) { r.TopP = &half },
+		"MaxTokens":           func(r *ChatCompletionRequest) { r.MaxTokens = &two },
+		"MaxCompletionTokens": func(r *ChatCompletionRequest) { r.MaxCompletionTokens = &two },
+		"Stop":                func(r *ChatCompletionRequest) { r.Stop = StopSequences{x} },
+		"Seed":                func(r *ChatCompletionRequest) { r.Seed = &two },
+		"PresencePenalty":     func(r *ChatCompletionRequest) { r.PresencePenalty = &half },
+		"FrequencyPenalty":    func(r *ChatCompletionRequest) { r.FrequencyPenalty = &half },
+		"N":                   func(r *ChatCompletionRequest) { r.N = &two },
+		"Logprobs":            func(r *ChatCompletionRequest) { r.Logprobs = &yes },
+		"TopLogprobs":         func(r *ChatCompletionRequest) { r.TopLogprobs = &two },
+		"ReasoningEffort":     func(r *ChatCompletionRequest) { r.ReasoningEffort = x },
+		"Reasoning":           func(r *ChatCompletionRequest) { r.Reasoning = &ReasoningConfig{Effort: &x} },
+		"Verbosity":           func(r *ChatCompletionRequest) { r.Verbosity = x },
+		"ServiceTier":         func(r *ChatCompletionRequest) { r.ServiceTier = x },
+		"User":                func(r *ChatCompletionRequest) { r.User = x },
+		"SafetyIdentifier":    func(r *ChatCompletionRequest) { r.SafetyIdentifier = x },
+		"Metadata":            func(r *ChatCompletionRequest) { r.Metadata = map[string]string{x: x} },
+		"Functions":           func(r *ChatCompletionRequest) { r.Functions = []byte(`[{}]`) },
+	}
+}()
+
+// TestSetsTurn sets each field of a request in turn (oneField) and checks
+// that SetsTurn reports every one that OutputSchema, GenerationSettings,
+// ToToolConfig or ModelOptions maps, and that Validate looks at the
+// settings (hasSettings) of every request validateSettings refuses: a
+// field added to those and not to SetsTurn or hasSettings fails here.
+func TestSetsTurn(t *testing.T) {
+	if (&ChatCompletionRequest{}).SetsTurn() {
+		t.Fatal("a request with nothing set sets its turn")
+	}
+	rt := reflect.TypeFor[ChatCompletionRequest]()
+	for i := range rt.NumField() {
+		name := rt.Field(i).Name
+		set, ok := oneField[name]
+		if !ok {
+			t.Errorf("oneField does not set %s", name)
+			continue
+		}
+		var r ChatCompletionRequest
+		set(&r)
+		schema, jsonMode, err := OutputSchema(r.ResponseFormat)
+		maps := schema != nil || jsonMode || err != nil || GenerationSettings(&r, nil) != nil ||
+			ToToolConfig(r.ToolChoice) != nil || r.ModelOptions() != (model.Options{})
+		if maps && !r.SetsTurn() {
+			t.Errorf("%s maps to the turn's settings, but SetsTurn is false", name)
+		}
+		if err := r.validateSettings(); err != nil && !r.hasSettings() {
+			t.Errorf("%s is refused (%v), but hasSettings is false", name, err)
+		}
 	}
 }

@@ -30,19 +30,34 @@ func (r *ChatCompletionRequest) Validate() (Conversation, error) {
 	if r.N != nil && *r.N != 1 {
 		return Conversation{}, InvalidRequest("n", fmt.Sprintf("Invalid 'n': only n=1 is supported, got %d.", *r.N))
 	}
-	if err := r.validateSampling(); err != nil {
-		return Conversation{}, err
-	}
-	if err := r.validateOptions(); err != nil {
-		return Conversation{}, err
-	}
-	if err := r.validateTools(); err != nil {
-		return Conversation{}, err
-	}
-	if _, _, err := OutputSchema(r.ResponseFormat); err != nil {
-		return Conversation{}, err
+	if r.hasSettings() {
+		if err := r.validateSettings(); err != nil {
+			return Conversation{}, err
+		}
 	}
 	return r.conversation()
+}
+
+// hasSettings reports whether the request has any of what
+// validateSettings checks: most requests have none.
+func (r *ChatCompletionRequest) hasSettings() bool {
+	return r.SetsTurn() || len(r.Tools) > 0 || r.Logprobs != nil || r.TopLogprobs != nil
+}
+
+// validateSettings checks the sampling settings, the options, the tools
+// and tool_choice, and response_format.
+func (r *ChatCompletionRequest) validateSettings() error {
+	if err := r.validateSampling(); err != nil {
+		return err
+	}
+	if err := r.validateOptions(); err != nil {
+		return err
+	}
+	if err := r.validateTools(); err != nil {
+		return err
+	}
+	_, _, err := OutputSchema(r.ResponseFormat)
+	return err
 }
 
 // Conversation is a request's messages converted as ToContents does, split
