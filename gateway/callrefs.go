@@ -154,8 +154,11 @@ func (s *Server) seedEvents(a *app, history []*genai.Content) []*sessions.Event 
 // the client now holds, a ref from its id to the session (and, for a
 // stateless turn, the session itself, unlisted); the entries of the calls
 // this turn answered go, and a resumed stateless turn that finished is
-// deleted.
+// deleted. A turn that leaves none of these (most) derives no context.
 func (s *Server) afterRun(ctx context.Context, turn *chatTurn, calls []openaiwire.EmittedToolCall) error {
+	if len(calls) == 0 && len(turn.resumedVia) == 0 && (!turn.tmp || turn.ephemeral != nil) {
+		return nil
+	}
 	ctx = context.WithoutCancel(ctx)
 	app, user := turn.app.ID, turn.req.UserID
 	if len(calls) > 0 && turn.ephemeral != nil {
