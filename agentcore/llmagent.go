@@ -538,8 +538,9 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequ
 		mctx, traced := a.modelStart(ctx, inv, sent)
 		if inv.sh.cfg.Streaming {
 			// yieldPartial copies what a partial event keeps of a
-			// partial response.
-			mctx = model.WithCopiedPartials(mctx)
+			// partial response: model.WithCopiedPartials, made in the
+			// request's allocation.
+			mctx = mr.partials.Init(mctx)
 		}
 		// The responses' sequence is called with a function of its own,
 		// not ranged over: a range's body is a closure as well, and when

@@ -40,6 +40,12 @@ func (l *logCtx) init(ctx context.Context, attrs ...slog.Attr) {
 	switch v := ctx.Value(logAttrsKey{}).(type) {
 	case *logCtx:
 		l.up = v
+		if v == ctx {
+			// ctx answers no key but the one l answers itself (and
+			// its Done, Err and Deadline are its parent's): l's
+			// lookups go to that parent at once, one step shorter.
+			l.Context = v.Context
+		}
 	case *LogAttrSet:
 		l.base = v.Attrs()
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -55,6 +57,41 @@ func TestLogAttrs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, records()); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
+// A log context made on another goes past it in lookups (the other
+// answers no key but the one both answer) and keeps all the rest: what
+// the contexts above carry, their deadline, their cancel and its cause,
+// and the other's attributes.
+func TestLogAttrsNestedSkipsParent(t *testing.T) {
+	type key struct{}
+	deadline := time.Now().Add(time.Hour)
+	above, stop := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), deadline)
+	defer stop()
+	run, cancel := context.WithCancelCause(above)
+	outer := WithLogAttrs(run, slog.String("a", "1"))
+	inner := WithLogAttrs(outer, slog.String("b", "2"), slog.String("a", "3"))
+	if got := inner.(*logCtx).Context; got != run {
+		t.Errorf("the nested context's parent is %T, not the run's context", got)
+	}
+	if got := inner.Value(key{}); got != "v" {
+		t.Errorf("Value = %v", got)
+	}
+	if got, ok := inner.Deadline(); !ok || !got.Equal(deadline) {
+		t.Errorf("Deadline = %v, %v", got, ok)
+	}
+	want := []slog.Attr{slog.String("b", "2"), slog.String("a", "3")}
+	if diff := cmp.Diff(want, LogAttrs(inner), cmp.Comparer(func(x, y slog.Attr) bool { return x.Equal(y) })); diff != "" {
+		t.Errorf("attributes (-want +got):\n%s", diff)
+	}
+	call, end := context.WithCancel(inner)
+	defer end()
+	stopped := errors.New("stopped")
+	cancel(stopped)
+	<-call.Done()
+	if !errors.Is(inner.Err(), context.Canceled) || context.Cause(inner) != stopped || context.Cause(call) != stopped {
+		t.Errorf("after the cancel: Err %v, causes %v and %v", inner.Err(), context.Cause(inner), context.Cause(call))
 	}
 }
 

@@ -116,6 +116,8 @@ type modelRequest struct {
 	sysParts [1]*genai.Part
 	sysPart  genai.Part
 	out      modelOut
+	// partials is a streamed call's context (model.WithCopiedPartials).
+	partials model.CopiedPartialsContext
 	// contents is room for the request's contents (see contents): eight,
 	// in what the allocation's size class leaves beyond the rest.
 	contents [8]*genai.Content

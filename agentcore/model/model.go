@@ -107,7 +107,25 @@ type copiedPartialsKey struct{}
 // before it asks for the next: a provider may then yield one response,
 // rewritten and marked Transient, for every delta, rather than one each.
 func WithCopiedPartials(ctx context.Context) context.Context {
-	return context.WithValue(ctx, copiedPartialsKey{}, true)
+	return new(CopiedPartialsContext).Init(ctx)
+}
+
+// CopiedPartialsContext is the context WithCopiedPartials returns, for a
+// caller that makes it in place, in an allocation of its own (Init).
+type CopiedPartialsContext struct{ context.Context }
+
+// Init makes c what WithCopiedPartials(ctx) returns, and returns it.
+func (c *CopiedPartialsContext) Init(ctx context.Context) context.Context {
+	c.Context = ctx
+	return c
+}
+
+// Value implements context.Context.
+func (c *CopiedPartialsContext) Value(key any) any {
+	if key == (copiedPartialsKey{}) {
+		return true
+	}
+	return c.Context.Value(key)
 }
 
 // CopiedPartials reports whether ctx is WithCopiedPartials's.
