@@ -24,7 +24,7 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 		cfg.Tools = append([]*genai.Tool(nil), cfg.Tools...)
 	}
 	req := &mr.req
-	*req = model.Request{Model: a.cfg.Model.Name(), Agent: a.cfg.Name, Config: cfg}
+	req.Model, req.Agent, req.Config = a.cfg.Model.Name(), a.cfg.Name, cfg
 
 	dynamic, err := a.dynamicInstruction(ctx, inv)
 	if err != nil {
@@ -269,8 +269,15 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 	}
 
 	for _, ev := range evs {
-		if slices.ContainsFunc(ev.Content.Parts, isConfirmationPart) {
-			continue
+		// An event of text (most are) has no call, response or
+		// confirmation to look for.
+		var calls []*genai.FunctionCall
+		var resps []*genai.FunctionResponse
+		if hasCallOrResponse(ev.Content) {
+			if slices.ContainsFunc(ev.Content.Parts, isConfirmationPart) {
+				continue
+			}
+			calls, resps = ev.FunctionCalls(), ev.FunctionResponses()
 		}
 		if !own(ev) {
 			if c := foreignContent(ev); c != nil {
@@ -278,7 +285,6 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 			}
 			continue
 		}
-		calls, resps := ev.FunctionCalls(), ev.FunctionResponses()
 		if ownCalls == nil && len(calls)+len(resps) > 0 {
 			readCalls()
 		}
@@ -333,6 +339,17 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 		return nil // as before the room was made
 	}
 	return out
+}
+
+// hasCallOrResponse reports whether c has a function call or a function
+// response.
+func hasCallOrResponse(c *genai.Content) bool {
+	for _, p := range c.Parts {
+		if p != nil && (p.FunctionCall != nil || p.FunctionResponse != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutThoughts returns a content of role with the parts of c that are

@@ -261,9 +261,11 @@ type runState struct {
 func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	rs := &runState{req: req}
 	rs.run.usage = &rs.usage
-	rs.t = turn{root: r.cfg.Agent, index: r.index, svc: r.svc, cfg: req.Config, llmCalls: &rs.llmCalls, usage: &rs.usage,
-		params: req.Params, routeRoot: r.cfg.RouteToRoot, clientTools: req.ClientTools, overrides: req.Overrides, out: &rs.run,
-		newInvID: req.InvocationID, lease: req.Lease, subLocks: &rs.subLocks, st: &rs.inv}
+	// Set one by one in the new runState, not as a literal copied over it.
+	t := &rs.t
+	t.root, t.index, t.svc, t.cfg, t.llmCalls, t.usage = r.cfg.Agent, r.index, r.svc, req.Config, &rs.llmCalls, &rs.usage
+	t.params, t.routeRoot, t.clientTools, t.overrides, t.out = req.Params, r.cfg.RouteToRoot, req.ClientTools, req.Overrides, &rs.run
+	t.newInvID, t.lease, t.subLocks, t.st = req.InvocationID, req.Lease, &rs.subLocks, &rs.inv
 	rs.run.events = func(yield func(*sessions.Event, error) bool) { r.events(ctx, rs, yield) }
 	return &rs.run
 }
@@ -421,12 +423,14 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	}
 	st.live.init(sess, t.svc.sessions)
 	st.live.lease = t.lease
-	st.sh = invShared{root: t.root, index: t.index, cfg: t.cfg, svc: t.svc, sess: &st.live,
-		llmCalls: t.llmCalls, usage: t.usage, params: t.params, clientTools: t.clientTools,
-		overrides: t.overrides, subLocks: t.subLocks, ids: &st.ids}
-	st.inv = Invocation{id: invID, agent: target, userContent: msg, sh: &st.sh, resume: resume}
-	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
+	// st is new (zero): its fields are set one by one, not as literals
+	// copied over it.
 	sh, inv := &st.sh, &st.inv
+	sh.root, sh.index, sh.cfg, sh.svc, sh.sess = t.root, t.index, t.cfg, t.svc, &st.live
+	sh.llmCalls, sh.usage, sh.params, sh.clientTools = t.llmCalls, t.usage, t.params, t.clientTools
+	sh.overrides, sh.subLocks, sh.ids = t.overrides, t.subLocks, &st.ids
+	inv.id, inv.agent, inv.userContent, inv.sh, inv.resume = invID, target, msg, sh, resume
+	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
 	sh.pstate = &st.ps
 	if err := inv.checkParams(target); err != nil {
 		return ctx, nil, err
@@ -463,15 +467,8 @@ func (t *turn) end(ctx context.Context, inv *Invocation, stopped bool, runErr er
 // once and stored with the rest of the turn by flush; otherwise it is
 // stored now.
 func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
-	for k, v := range ev.Actions.StateDelta {
-		if len(k) > len(sessions.PrefixTemp) && k[:len(sessions.PrefixTemp)] == sessions.PrefixTemp {
-			inv.sh.tempMu.Lock()
-			if inv.sh.temp == nil {
-				inv.sh.temp = map[string]any{}
-			}
-			inv.sh.temp[k] = v
-			inv.sh.tempMu.Unlock()
-		}
+	if len(ev.Actions.StateDelta) > 0 {
+		inv.keepTemp(ev.Actions.StateDelta)
 	}
 	l := inv.sh.sess
 	l.mu.Lock()
@@ -489,6 +486,20 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 		return fmt.Errorf("storing event: %w", err)
 	}
 	return nil
+}
+
+// keepTemp keeps the temp: state of delta in the invocation.
+func (inv *Invocation) keepTemp(delta map[string]any) {
+	for k, v := range delta {
+		if len(k) > len(sessions.PrefixTemp) && k[:len(sessions.PrefixTemp)] == sessions.PrefixTemp {
+			inv.sh.tempMu.Lock()
+			if inv.sh.temp == nil {
+				inv.sh.temp = map[string]any{}
+			}
+			inv.sh.temp[k] = v
+			inv.sh.tempMu.Unlock()
+		}
+	}
 }
 
 // flush stores the events applied to the session since the last flush, in

@@ -61,6 +61,12 @@ func checkPacked(t *testing.T, name string, e *Event, want []byte) {
 	if n, m := e.packedLen(true), e.packedLen(false); n != len(packed)-len("prefix") || m != len(bare) {
 		t.Errorf("%s: packedLen %d, %d unstamped; AppendPacked packs %d, %d", name, n, m, len(packed)-len("prefix"), len(bare))
 	}
+	if ok {
+		// What the memory store packs: the event without its timestamp.
+		if got := e.appendPacked([]byte("prefix"), false); string(got) != "prefix"+string(bare) {
+			t.Errorf("%s: appendPacked unstamped\n got %q\nwant %q", name, got, "prefix"+string(bare))
+		}
+	}
 	if !ok {
 		if string(packed) != "prefix" {
 			t.Errorf("%s: AppendPacked wrote %q and refused", name, packed)

@@ -23,6 +23,14 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 	if !e.packable() {
 		return b, false
 	}
+	return e.appendPacked(b, true), true
+}
+
+// appendPacked is AppendPacked for an event that is packable; stamped
+// false packs e as if its Timestamp were zero (the memory store keeps the
+// timestamps apart).
+func (e *Event) appendPacked(b []byte, stamped bool) []byte {
+	stamped = stamped && !e.Timestamp.IsZero()
 	var flags byte
 	if e.Partial {
 		flags |= packPartial
@@ -33,7 +41,7 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 	if e.Content != nil {
 		flags |= packContent
 	}
-	if !e.Timestamp.IsZero() {
+	if stamped {
 		flags |= packTimestamp
 	}
 	if e.UsageMetadata != nil {
@@ -43,7 +51,7 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 	for _, s := range e.packedStrings() {
 		b = appendPackedString(b, s)
 	}
-	if !e.Timestamp.IsZero() {
+	if stamped {
 		b = binary.AppendUvarint(b, uint64(e.Timestamp.UnixMicro())) // before 1970: 10 bytes
 	}
 	if e.Content != nil {
@@ -62,7 +70,7 @@ func (e *Event) AppendPacked(b []byte) ([]byte, bool) {
 			b = binary.AppendUvarint(b, uint64(uint32(n)))
 		}
 	}
-	return b, true
+	return b
 }
 
 // packedStrings are the strings AppendPacked packs first, in order.

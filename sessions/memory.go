@@ -199,10 +199,13 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 // create stores a new session under k with its initial state; s.mu is held.
 func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 	s.sweep()
-	own, app, user := SplitDelta(state)
 	var st map[string]any // made by the first delta when there is none yet
-	if len(own) > 0 {
-		st = CloneState(own)
+	if len(state) > 0 {
+		own, app, user := SplitDelta(state)
+		if len(own) > 0 {
+			st = CloneState(own)
+		}
+		s.merge(k.app, k.user, app, user)
 	}
 	update := s.now()
 	t, top := s.plant(k)
@@ -212,9 +215,8 @@ func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 	} else {
 		ms = new(memSession)
 	}
-	*ms = memSession{state: st, update: update, tree: t, compaction: -1}
+	ms.state, ms.update, ms.tree, ms.compaction = st, update, t, -1
 	s.sessions[k] = ms
-	s.merge(k.app, k.user, app, user)
 	s.renew(ms)
 	return ms
 }
@@ -494,12 +496,14 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		ms.store(ev) // Storable trimmed it: ApplyEvent changes nothing
-		own, app, user := SplitDelta(ev.Actions.StateDelta)
-		if len(own) > 0 && ms.state == nil {
-			ms.state = make(map[string]any, len(own))
+		if delta := ev.Actions.StateDelta; len(delta) > 0 {
+			own, app, user := SplitDelta(delta)
+			if len(own) > 0 && ms.state == nil {
+				ms.state = make(map[string]any, len(own))
+			}
+			maps.Copy(ms.state, own)
+			s.merge(sess.AppName, sess.UserID, app, user)
 		}
-		maps.Copy(ms.state, own)
-		s.merge(sess.AppName, sess.UserID, app, user)
 		if ev.IsCompaction() {
 			ms.compaction = compactionStart(ev, len(ms.events)-1, func(i int) *Event { return ms.events[i].clone },
 				func(i int) time.Time { return ms.events[i].ts })
@@ -513,14 +517,13 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	return nil
 }
 
-// store keeps ev as the session's last event: packed when AppendPacked
-// can pack it, else a clone.
+// store keeps ev as the session's last event: packed without its
+// timestamp when it packs, else a clone.
 func (ms *memSession) store(ev *Event) {
-	e := *ev
-	e.Timestamp = time.Time{}
 	me := memEvent{ts: ev.Timestamp}
-	var ok bool
-	if ms.packed, ok = e.AppendPacked(ms.packed); !ok {
+	if ev.packable() {
+		ms.packed = ev.appendPacked(ms.packed, false)
+	} else {
 		me.clone = ev.Clone()
 	}
 	me.end = len(ms.packed)
@@ -612,7 +615,11 @@ func (ms *memSession) read(from int) []*Event {
 // no events.
 func (s *MemoryService) view(k memKey, ms *memSession) *Session {
 	st := CloneState(ms.state)
-	maps.Copy(st, s.appState[k.app])
-	maps.Copy(st, s.userSt[[2]string{k.app, k.user}])
+	if len(s.appState) > 0 { // made by the first app: or user: delta
+		maps.Copy(st, s.appState[k.app])
+	}
+	if len(s.userSt) > 0 {
+		maps.Copy(st, s.userSt[[2]string{k.app, k.user}])
+	}
 	return &Session{ID: k.id, AppName: k.app, UserID: k.user, State: st, LastUpdateTime: ms.update, Events: []*Event{}}
 }

@@ -279,7 +279,9 @@ func ApplyEvent(sess *Session, ev *Event) bool {
 	if sess.State == nil {
 		sess.State = map[string]any{}
 	}
-	maps.Copy(sess.State, ev.Actions.StateDelta)
+	if len(ev.Actions.StateDelta) > 0 {
+		maps.Copy(sess.State, ev.Actions.StateDelta)
+	}
 	sess.Events = append(sess.Events, ev)
 	if !ev.Timestamp.IsZero() {
 		sess.LastUpdateTime = ev.Timestamp
@@ -291,6 +293,9 @@ func ApplyEvent(sess *Session, ev *Event) bool {
 // when there are some (an event already shared with readers is not
 // written again).
 func trimEventTemp(ev *Event) {
+	if len(ev.Actions.StateDelta) == 0 {
+		return
+	}
 	if d := TrimTemp(ev.Actions.StateDelta); len(d) != len(ev.Actions.StateDelta) {
 		ev.Actions.StateDelta = d
 	}
