@@ -48,7 +48,7 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 		if t := ch.Delta.reasoning(); t != "" {
 			p = s.text(p, t, true)
 		}
-		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
+		if t := ch.Delta.text(); t != "" {
 			p = s.text(p, t, false)
 		}
 		for i := range ch.Delta.ToolCalls {
