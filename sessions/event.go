@@ -209,9 +209,15 @@ func (e *Event) Text() string {
 	if e == nil || e.Content == nil {
 		return ""
 	}
+	// A lone text part's text as it is ("+" would call the runtime's
+	// concatenation for it: a streamed delta's event each).
 	var s string
 	for _, p := range e.Content.Parts {
-		if p != nil && !p.Thought {
+		switch {
+		case p == nil || p.Thought:
+		case s == "":
+			s = p.Text
+		default:
 			s += p.Text
 		}
 	}

@@ -261,6 +261,7 @@ func TestEventHelpers(t *testing.T) {
 	}{
 		{"text", sessions.Event{Content: &genai.Content{Parts: []*genai.Part{thought, {Text: "a"}, {Text: "b"}}}}, "ab", true, 0, 0},
 		{"partial", sessions.Event{Partial: true, Content: &genai.Content{Parts: []*genai.Part{{Text: "a"}}}}, "a", false, 0, 0},
+		{"empty and nil parts", sessions.Event{Content: &genai.Content{Parts: []*genai.Part{{Text: ""}, nil, {Text: "b"}, thought, {Text: "c"}}}}, "bc", true, 0, 0},
 		{"call", sessions.Event{Content: &genai.Content{Parts: []*genai.Part{call}}}, "", false, 1, 0},
 		{"response", sessions.Event{Content: &genai.Content{Parts: []*genai.Part{resp}}}, "", false, 0, 1},
 		{"long-running call", sessions.Event{Content: &genai.Content{Parts: []*genai.Part{call}}, LongRunningToolIDs: []string{"c1"}}, "", true, 1, 0},

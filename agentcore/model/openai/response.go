@@ -40,7 +40,8 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 		s.usage = &u
 	}
 	var p *partialResponse
-	for _, ch := range c.Choices {
+	for i := range c.Choices {
+		ch := &c.Choices[i] // in place: a choice is two messages and more
 		if ch.Index != 0 {
 			continue // we ask for one choice
 		}
@@ -48,7 +49,7 @@ func (s *streamState) add(c *wireCompletion) *model.Response {
 		if t := ch.Delta.reasoning(); t != "" {
 			p = s.text(p, t, true)
 		}
-		if t := ch.Delta.Content + ch.Delta.Refusal; t != "" {
+		if t := ch.Delta.text(); t != "" {
 			p = s.text(p, t, false)
 		}
 		for i := range ch.Delta.ToolCalls {

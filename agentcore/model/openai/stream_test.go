@@ -195,6 +195,18 @@ func TestStream(t *testing.T) {
 				Usage: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 1, CandidatesTokenCount: 1, TotalTokenCount: 2}},
 		},
 		{
+			// A refusal is text; a delta with both sends them one after
+			// the other.
+			name: "refusal deltas",
+			chunks: []string{
+				chunk(`{"role":"assistant","content":null,"refusal":"I can't "}`, ""),
+				chunk(`{"refusal":"help"}`, ""),
+				chunk(`{"content":" with","refusal":" that."}`, ""),
+				chunk(`{}`, "stop"),
+			},
+			want: turn{Partials: []string{"I can't ", "help", " with that."}, Text: "I can't help with that.", Finish: genai.FinishReasonStop, Version: v},
+		},
+		{
 			name:   "length",
 			chunks: []string{chunk(`{"content":"Once upon"}`, "length")},
 			want:   turn{Partials: []string{"Once upon"}, Text: "Once upon", Finish: genai.FinishReasonMaxTokens, Version: v},

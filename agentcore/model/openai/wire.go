@@ -64,6 +64,11 @@ func (m *wireMessage) reasoning() string {
 	return m.Reasoning
 }
 
+// empty reports whether m has nothing set.
+func (m *wireMessage) empty() bool {
+	return m.Content == "" && m.Refusal == "" && m.ReasoningContent == "" && m.Reasoning == "" && m.ToolCalls == nil
+}
+
 // text returns the message's text: its content and its refusal (one of
 // them, as a rule), joined only when both are set.
 func (m *wireMessage) text() string {

@@ -32,11 +32,20 @@ import (
 // the string when the next document names the same model.
 func (d *decoder) decode(data []byte, c *wireCompletion) error {
 	d.Reset(data)
+	if d.stream {
+		if d.textDelta(c) {
+			return nil
+		}
+		d.textMsg = nil
+	}
 	d.completion(c)
 	if !d.End() {
 		return syntaxError(data)
 	}
 	d.model = c.Model
+	if d.stream {
+		d.keepText(c)
+	}
 	return nil
 }
 
@@ -86,6 +95,30 @@ type decoder struct {
 	headLen   int // a length, not a slice of headBuf: a pointer into itself would move d to the heap
 	headEnd   jsondec.Mark
 	headModel string
+	// textBuf[:textMid] and textBuf[textMid:textLen] are, on a stream,
+	// what an earlier chunk that was a text delta and nothing else (one
+	// choice, of index 0, whose delta has content alone: most of a
+	// stream's chunks) had between its head and its content's string, and
+	// after that string to its end. A chunk that is the head, those bytes,
+	// a string, and the same bytes after it decodes to what that chunk
+	// did with its own text (see textDelta): the bytes around the string
+	// are the same, and so is what they decode to. textAt is where the
+	// string starts (after the head and textBuf[:textMid]); textOff is
+	// set once a chunk had the same start and another end (a member that
+	// changes from chunk to chunk, as OpenAI's obfuscation): the stream's
+	// chunks are then decoded in whole.
+	textBuf [128]byte
+	textMid int
+	textLen int // 0: none kept
+	textAt  jsondec.Mark
+	textOff bool
+	// replayed: the document decoded last started with the head. textMsg
+	// is the message whose content it decoded last (on a stream), and
+	// textMark, textStart and textEnd where that value was.
+	replayed           bool
+	textMsg            *wireMessage
+	textMark           jsondec.Mark
+	textStart, textEnd int
 	// roomChoices and roomUsage, when set (giveRoom), are where the first
 	// choice and the usage decoded next go instead of new allocations;
 	// each is taken once.
@@ -133,6 +166,7 @@ func (d *decoder) completion(c *wireCompletion) {
 	} else if d.Open('{') {
 		more = d.More('}', true)
 	}
+	d.replayed = replayed
 	keep := d.stream && !replayed
 	for first := true; more; first = false {
 		at, mark := d.Off, d.Mark()
@@ -144,6 +178,7 @@ func (d *decoder) completion(c *wireCompletion) {
 			if !first && at <= len(d.headBuf) {
 				d.headLen = copy(d.headBuf[:], d.Data[:at])
 				d.headEnd, d.headModel = mark, c.Model
+				d.textLen = 0 // kept after another head
 			}
 		}
 		switch i {
@@ -243,6 +278,13 @@ func (d *decoder) message(m *wireMessage, text func(*string)) {
 	d.object(messageNames, func(i int) {
 		switch i {
 		case 0:
+			if d.stream {
+				d.Peek()
+				d.textMsg, d.textMark, d.textStart = m, d.Mark(), d.Off
+				text(&m.Content)
+				d.textEnd = d.Off
+				break
+			}
 			text(&m.Content)
 		case 1:
 			text(&m.Refusal)
@@ -321,20 +363,76 @@ func (d *decoder) deltaText(s *string) {
 		d.str(s)
 		return
 	}
-	switch b, ok := d.String(); {
-	case !ok:
-	case len(b) == 0:
-		*s = ""
-	default:
-		n := d.deltas.Len()
-		if n == 0 {
-			// Room for a short answer's deltas at once, rather than
-			// a buffer of each size up to it.
-			d.deltas.Grow(firstDeltas)
-		}
-		d.deltas.Write(b)
-		*s = d.deltas.String()[n:]
+	if b, ok := d.String(); ok {
+		*s = d.keepDelta(b)
 	}
+}
+
+// keepDelta returns b, a delta's text, as a string in d.deltas.
+func (d *decoder) keepDelta(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	n := d.deltas.Len()
+	if n == 0 {
+		// Room for a short answer's deltas at once, rather than a
+		// buffer of each size up to it.
+		d.deltas.Grow(firstDeltas)
+	}
+	d.deltas.Write(b)
+	return d.deltas.String()[n:]
+}
+
+// textDelta decodes into c, a cleared completion (see headBuf), a chunk
+// of a stream that is the head, the bytes kept in textBuf around a string,
+// and that string (see textBuf), and reports whether it did: c is then
+// what the chunk kept decoded to, with the string as its text. Any other
+// chunk is left to completion.
+func (d *decoder) textDelta(c *wireCompletion) bool {
+	if d.textLen == 0 || d.textOff || cap(c.Choices) == 0 {
+		return false
+	}
+	data, mid := d.Data, d.textBuf[:d.textMid]
+	at := d.headLen + len(mid)
+	if len(data) <= at || string(data[d.headLen:at]) != string(mid) || string(data[:d.headLen]) != string(d.headBuf[:d.headLen]) ||
+		data[at] != '"' {
+		return false
+	}
+	d.Rewind(d.textAt)
+	b, ok := d.String()
+	if !ok || string(data[d.Off:]) != string(d.textBuf[d.textMid:d.textLen]) {
+		// Another end (or a malformed string): decoded in whole, as
+		// the stream's chunks from now on.
+		d.textOff = true
+		d.Reset(data)
+		return false
+	}
+	c.Model, d.model = d.headModel, d.headModel
+	c.Choices = c.Choices[:1]
+	c.Choices[0].Delta.Content = d.keepDelta(b)
+	return true
+}
+
+// keepText keeps, on a stream, the bytes of the chunk just decoded into c
+// around its text (textBuf) when it was a text delta and nothing else,
+// after the head: one choice of index 0 whose delta has content alone.
+func (d *decoder) keepText(c *wireCompletion) {
+	if !d.replayed || d.textOff || len(c.Choices) != 1 || d.textMsg != &c.Choices[0].Delta ||
+		c.Model != d.headModel || c.Usage != nil || c.Error != nil {
+		return
+	}
+	ch := &c.Choices[0]
+	if m := &ch.Delta; ch.Index != 0 || ch.FinishReason != "" || !ch.Message.empty() ||
+		m.Refusal != "" || m.ReasoningContent != "" || m.Reasoning != "" || m.ToolCalls != nil {
+		return
+	}
+	mid, end := d.Data[d.headLen:d.textStart], d.Data[d.textEnd:]
+	if len(mid)+len(end) > len(d.textBuf) {
+		return
+	}
+	d.textMid = copy(d.textBuf[:], mid)
+	d.textLen = d.textMid + copy(d.textBuf[d.textMid:], end)
+	d.textAt = d.textMark
 }
 
 // modelName is str reusing d.model when the name is the same.

@@ -216,12 +216,29 @@ var streamCorpus = []string{
 	` {"id":"c", "model":"m", "choices":[]}`,
 	` {"id":"c", "model":"m", "choices":[{"delta":{"content":"h"}}]}`,
 	`{"choices":[{"delta":{"content":"i"}}]}`,
+	// Text deltas around a string that ends like the ones before, or
+	// not, or is no string.
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"j\"}}]}"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"\u00e9\ud800ÿ"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"k"},"finish_reason":"stop"}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":null}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"\x"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"l"}}]}]`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"m","content":"n"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content": "o" }}],"choices":[{"index":1}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"p","refusal":"q"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"r"}},{"index":1,"delta":{"content":"s"}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"t"}}],"usage":null}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"u"}}],"model":"m"}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"v"},"message":{"content":null}}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":17,"model":"m","choices":[{"index":0,"delta":{"content":"v"},"message":{"content":"w"}}]}`,
 }
 
 func TestStreamDecodeMatchesEncodingJSON(t *testing.T) {
 	for _, a := range streamCorpus {
 		for _, b := range streamCorpus {
 			checkStreamDecode(t, []byte(a), []byte(b), []byte(a))
+			checkStreamDecode(t, []byte(a), []byte(a), []byte(b), []byte(a))
 		}
 	}
 }
@@ -247,6 +264,55 @@ func TestStreamDecodeHead(t *testing.T) {
 	}
 }
 
+// TestStreamDecodeText: a stream's decoder keeps the bytes around a text
+// delta's string, and decodes a chunk that has them around another string
+// with that string alone; a chunk that ends otherwise is decoded in whole,
+// as every chunk of its stream after it.
+func TestStreamDecodeText(t *testing.T) {
+	var d decoder
+	d.stream = true
+	var c wireCompletion
+	clearC := func() { // as chunkStream.next does
+		choices := c.Choices[:cap(c.Choices)]
+		clear(choices)
+		c = wireCompletion{Choices: choices[:0]}
+	}
+	for _, doc := range streamCorpus[:2] {
+		clearC()
+		if err := d.decode([]byte(doc), &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mid, end := d.textBuf[:d.textMid], d.textBuf[d.textMid:d.textLen]; string(mid) != `"choices":[{"index":0,"delta":{"content":` ||
+		string(end) != `}}]}` {
+		t.Fatalf("kept %q and %q around the text", mid, end)
+	}
+	for _, tc := range []struct {
+		doc  string
+		text bool // decoded by textDelta
+		want string
+	}{
+		{streamCorpus[0], true, "a"},
+		{streamCorpus[17], true, `j"}}]}`},
+		{streamCorpus[20], false, ""}, // null: no string
+		{streamCorpus[19], false, "k"},
+		{streamCorpus[1], false, "b"}, // after another end: in whole
+	} {
+		clearC()
+		d.Reset([]byte(tc.doc))
+		if got := d.textDelta(&c); got != tc.text {
+			t.Fatalf("%s: textDelta %v, want %v", tc.doc, got, tc.text)
+		}
+		clearC()
+		if err := d.decode([]byte(tc.doc), &c); err != nil || len(c.Choices) != 1 || c.Choices[0].Delta.Content != tc.want {
+			t.Fatalf("%s: decoded %+v, %v", tc.doc, c, err)
+		}
+	}
+	if !d.textOff {
+		t.Fatal("a chunk that ended otherwise left the text kept in use")
+	}
+}
+
 func FuzzStreamDecode(f *testing.F) {
 	for _, a := range streamCorpus {
 		for _, b := range streamCorpus[:4] {
@@ -255,6 +321,7 @@ func FuzzStreamDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		checkStreamDecode(t, a, b, a)
+		checkStreamDecode(t, a, a, b, a)
 	})
 }
 
