@@ -254,3 +254,107 @@ func TestBatchFlushFailure(t *testing.T) {
 		}
 	})
 }
+
+// endingStore is a batching store that is a sessions.EndingAppender: it
+// records the run ends it is given and writes them (Written).
+type endingStore struct {
+	countingStore
+	ends []sessions.RunEnd
+}
+
+func (e *endingStore) AppendEventsReleaseEnd(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease, end sessions.RunEnd) error {
+	if err := e.AppendEvents(ctx, sess, evs); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.ends = append(e.ends, end)
+	e.mu.Unlock()
+	lease.Release()
+	end.Written()
+	return nil
+}
+
+// askedEnd is a run (agentcore.RunEnder) that counts how often the runtime
+// asked for its end, and whether the end it gave was written.
+type askedEnd struct {
+	asked   int
+	written bool
+}
+
+func (a *askedEnd) RunEnd() sessions.RunEnd { a.asked++; return a }
+func (a *askedEnd) Written()                { a.written = true }
+
+type noLease struct{}
+
+func (noLease) Renew(context.Context) error { return nil }
+func (noLease) Release()                    {}
+
+// A turn that ended well asks its caller for its run's end and hands it
+// to its write, when the store can write it (sessions.EndingAppender) and
+// the turn holds a lease; a turn that failed, or whose consumer stopped,
+// does not ask, nor does one on a store that cannot.
+func TestTurnEndWrittenWithWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plain  bool // a store that is no EndingAppender
+		lease  bool
+		stop   bool // the consumer stops at the first event
+		fail   bool // the turn fails (cancelled)
+		asked  bool
+		stored int
+	}{
+		{name: "ended well", lease: true, asked: true, stored: 4},
+		{name: "no lease", asked: false, stored: 4},
+		{name: "store that cannot", plain: true, lease: true, asked: false, stored: 4},
+		{name: "consumer stopped", lease: true, stop: true, asked: false, stored: 2},
+		{name: "failed", lease: true, fail: true, asked: false, stored: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &endingStore{}
+			root := agentcore.Agent(coordinatorTree(t))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.fail {
+				work := fnTool(t, "work", func(ctx context.Context, _ *agentcore.ToolContext, _ map[string]any) (string, error) {
+					cancel()
+					<-ctx.Done()
+					return "", ctx.Err()
+				})
+				root = mustLlm(t, agentcore.LlmConfig{Name: "caller", Model: &blocker{cancel: cancel}, Tools: []agentcore.Tool{work}})
+			}
+			opt := func(c *agentcore.RunnerConfig) {
+				store.Service, store.b = c.Sessions, c.Sessions.(sessions.BatchAppender)
+				c.Sessions = store
+				if tc.plain {
+					c.Sessions = &store.countingStore
+				}
+			}
+			h := newHarness(t, root, opt)
+			run := &askedEnd{}
+			req := agentcore.RunRequest{UserID: "u1", SessionID: "s1", NewMessage: userText("hello"), End: run}
+			if tc.lease {
+				req.Lease = noLease{}
+			}
+			var err error
+			for _, e := range h.runner.Run(ctx, req).Events() {
+				err = e
+				if tc.stop {
+					break
+				}
+			}
+			if (err != nil) != tc.fail {
+				t.Fatalf("turn: %v", err)
+			}
+			if got := len(h.session("s1").Events); got != tc.stored {
+				t.Errorf("%d events stored, want %d", got, tc.stored)
+			}
+			want := 0
+			if tc.asked {
+				want = 1
+			}
+			if run.asked != want || run.written != tc.asked || len(store.ends) != want {
+				t.Errorf("asked %d, written %v, the store given %d ends; want %d", run.asked, run.written, len(store.ends), want)
+			}
+		})
+	}
+}

@@ -150,6 +150,21 @@ type RunRequest struct {
 	// (sessions.ReleasingAppender). The caller still releases it once the
 	// run is over; that costs nothing when the write did.
 	Lease sessions.Lease
+	// End, when set with Lease, is the caller's run, whose end the turn's
+	// final write also writes when the turn ended well (no error, its
+	// consumer did not stop) and the store can (sessions.EndingAppender):
+	// End is asked for it then, just before that write.
+	End RunEnder
+}
+
+// A RunEnder is the run a turn belongs to, as its caller keeps it (see
+// RunRequest.End).
+type RunEnder interface {
+	// RunEnd is the run's end to write with the turn's final write, or
+	// nil to leave it to the caller: asked once the turn ended well,
+	// before that write, on the goroutine that consumed the turn's
+	// events.
+	RunEnd() sessions.RunEnd
 }
 
 // Overrides are per-turn adjustments a client asked for.
@@ -265,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 	t := &rs.t
 	t.root, t.index, t.svc, t.cfg, t.llmCalls, t.usage = r.cfg.Agent, r.index, r.svc, req.Config, &rs.llmCalls, &rs.usage
 	t.params, t.routeRoot, t.clientTools, t.overrides, t.out = req.Params, r.cfg.RouteToRoot, req.ClientTools, req.Overrides, &rs.run
-	t.newInvID, t.lease, t.subLocks, t.st = req.InvocationID, req.Lease, &rs.subLocks, &rs.inv
+	t.newInvID, t.lease, t.ender, t.subLocks, t.st = req.InvocationID, req.Lease, req.End, &rs.subLocks, &rs.inv
 	rs.run.events = func(yield func(*sessions.Event, error) bool) { r.events(ctx, rs, yield) }
 	return &rs.run
 }
@@ -341,6 +356,9 @@ type turn struct {
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
+	// ender is the caller's run, ended with the turn's write when it
+	// ended well (RunRequest.End; top-level turns only).
+	ender RunEnder
 	// st, when set, is the room for the invocation's state, which begin
 	// takes (once) instead of allocating it: a Runner's turn has it in
 	// its runState.
@@ -451,7 +469,11 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 //
 //go:noinline
 func (t *turn) end(ctx context.Context, inv *Invocation, stopped bool, runErr error) error {
-	flushErr := inv.sh.sess.flush(ctx)
+	var ender RunEnder
+	if !stopped && runErr == nil {
+		ender = t.ender
+	}
+	flushErr := inv.sh.sess.flush(ctx, ender)
 	switch {
 	case flushErr != nil && (stopped || runErr != nil):
 		t.svc.logger.ErrorContext(ctx, "the turn's events could not be stored", "err", flushErr)
@@ -504,9 +526,10 @@ func (inv *Invocation) keepTemp(delta map[string]any) {
 
 // flush stores the events applied to the session since the last flush, in
 // one AppendEvents call (with the turn's lease to release, when there is
-// one and the store can). It runs even when ctx has ended: what the caller
-// has seen is stored.
-func (l *liveSession) flush(ctx context.Context) error {
+// one and the store can, and the end of ender's run, when it is set and
+// the store can). It runs even when ctx has ended: what the caller has
+// seen is stored.
+func (l *liveSession) flush(ctx context.Context, ender RunEnder) error {
 	l.mu.Lock()
 	evs := l.pending
 	l.pending = nil
@@ -535,11 +558,20 @@ func (l *liveSession) flush(ctx context.Context) error {
 		scratch.State = l.sess.State
 	}
 	l.mu.Unlock()
+	var end sessions.RunEnd
+	ea, ending := l.batch.(sessions.EndingAppender)
+	if ending && ender != nil && l.lease != nil {
+		end = ender.RunEnd()
+	}
 	var err error
-	if ra, ok := l.batch.(sessions.ReleasingAppender); ok && l.lease != nil {
-		err = ra.AppendEventsRelease(context.WithoutCancel(ctx), scratch, evs, l.lease)
-	} else {
-		err = l.batch.AppendEvents(context.WithoutCancel(ctx), scratch, evs)
+	ctx = context.WithoutCancel(ctx)
+	switch ra, ok := l.batch.(sessions.ReleasingAppender); {
+	case end != nil:
+		err = ea.AppendEventsReleaseEnd(ctx, scratch, evs, l.lease, end)
+	case ok && l.lease != nil:
+		err = ra.AppendEventsRelease(ctx, scratch, evs, l.lease)
+	default:
+		err = l.batch.AppendEvents(ctx, scratch, evs)
 	}
 	if err != nil {
 		return fmt.Errorf("storing the turn's events: %w", err)

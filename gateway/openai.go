@@ -592,6 +592,12 @@ type chatAnswer struct{ chatSink }
 
 func (*chatAnswer) answersWhole() {}
 
+// endsWithWrite implements endingSink: persist fails only when it stores
+// the tool calls the client now holds. (A stream is no endingSink: its
+// pump fails a run whose context ended after its last event, which a
+// cancel arriving during the write would do.)
+func (ca *chatAnswer) endsWithWrite() bool { return len(ca.enc.ToolCalls()) == 0 }
+
 func (ca *chatAnswer) event(ev *sessions.Event) error {
 	vis, err := visibleEvent(ev, ca.turn.invocationID())
 	if err == nil && vis != nil {

@@ -341,6 +341,33 @@ type persistSink interface {
 	persist(ctx context.Context) error
 }
 
+// An endingSink is a turnSink that logs nothing once its run's events are
+// over, is not a stream (drain ends a run that yielded no error well,
+// whatever its context says then; pump does not), and whose persist, if it
+// has one, cannot fail when endsWithWrite says so at the run's end: the run
+// then completes whatever follows, and its end (its log's end and its final
+// index entry) may be written with the turn's last events (turn.RunEnd).
+type endingSink interface {
+	endsWithWrite() bool
+}
+
+var _ agentcore.RunEnder = (*turn)(nil)
+
+// RunEnd implements agentcore.RunEnder for a turn whose sink is an
+// endingSink: once its run ended well, its end, as Finish with a nil
+// error would write it, to be written with its last events when the
+// store can (sessions.EndingAppender); nil when the sink has more to do
+// that may fail, or the run keeps no shared log and index.
+func (t *turn) RunEnd() sessions.RunEnd {
+	if !t.sink.(endingSink).endsWithWrite() {
+		return nil
+	}
+	if e := t.rec.Ending(); e != nil {
+		return e
+	}
+	return nil
+}
+
 // runTurn runs a turn that began into sink: the whole rest of its
 // lifecycle.
 func (s *Server) runTurn(ctx context.Context, t *turn, sink turnSink) {
@@ -407,6 +434,9 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	_, streamed := sink.(streamSink)
 	if _, whole := sink.(wholeAnswer); whole {
 		t.rec.PutLater(wholeAnswerPut)
+	}
+	if _, ok := sink.(endingSink); ok {
+		t.req.End = t
 	}
 	if streamed {
 		t.run = t.runner.Run(model.WithPacer(ctx, &t.pace), t.req)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentgate/agentgate/sessions"
 )
 
 // Status is where a run stands.
@@ -381,8 +383,14 @@ type Run struct {
 	cancelled error // the cause given to Cancel, if any
 	err       error
 	done      chan struct{} // made when first asked for
-	over      bool          // Finish has begun: the status is final
-	closed    bool          // Finish has ended: done is (to be) closed
+	// over: the status is final (Finish has begun, or the run's end was
+	// written by a session store's write, see Ending); finishing: Finish
+	// has begun; written: the log's end and the final index entry were
+	// written (Ending.Written), so that Finish does not write them.
+	over, finishing, written bool
+	closed                   bool // Finish has ended: done is (to be) closed
+	// endTaken: Ending made the run's end; no late put is made after it.
+	endTaken bool
 	// putDelay is how long after it is named the index learns of the
 	// run (see PutLater); putTimer is that put, once scheduled.
 	putDelay time.Duration
@@ -467,13 +475,13 @@ func (run *Run) PutLater(d time.Duration) {
 }
 
 // putLate is the put PutLater scheduled, unless the run has ended
-// meanwhile: Finish, which puts the end, waits for one under way (putMu),
+// meanwhile (or its end was made, see Ending): Finish, which puts the end, waits for one under way (putMu),
 // so that the index never goes back from the end to running.
 func (run *Run) putLate() {
 	run.putMu.Lock()
 	defer run.putMu.Unlock()
 	run.mu.Lock()
-	over := run.over
+	over := run.over || run.endTaken
 	run.mu.Unlock()
 	if !over {
 		run.put(context.Background())
@@ -563,45 +571,51 @@ func (run *Run) Append(ctx context.Context, f Frame) (int64, error) {
 // cancelled (but failed when the cause was ErrShutdown: the run did not
 // choose to stop); any other failed. It ends the run's context, closes Done and
 // ends the run's log; only the first call counts.
+//
+// A run whose end was written already (Ending) completed: Finish then
+// only ends it in this process (its context, the registry's count, Done),
+// whatever err says.
 func (run *Run) Finish(ctx context.Context, err error) {
 	now := run.reg.cfg.Now()
 	run.mu.Lock()
-	if run.over {
+	if run.finishing {
 		run.mu.Unlock()
 		return
 	}
-	run.over = true
-	switch {
-	case err == nil:
-		run.info.Status = StatusCompleted
-	case errors.Is(run.cancelled, ErrShutdown) || errors.Is(err, ErrShutdown):
-		run.info.Status = StatusFailed
-	case run.cancelled != nil || errors.Is(err, context.Canceled):
-		run.info.Status = StatusCancelled
-	default:
-		run.info.Status = StatusFailed
+	run.finishing = true
+	if !run.written {
+		run.over = true
+		switch {
+		case err == nil:
+			run.info.Status = StatusCompleted
+		case errors.Is(run.cancelled, ErrShutdown) || errors.Is(err, ErrShutdown):
+			run.info.Status = StatusFailed
+		case run.cancelled != nil || errors.Is(err, context.Canceled):
+			run.info.Status = StatusCancelled
+		default:
+			run.info.Status = StatusFailed
+		}
+		run.err = err
+		run.info.Updated, run.info.Ended = now, now
 	}
-	run.err = err
-	run.info.Updated, run.info.Ended = now, now
-	id := run.info.ID
-	cancel, late := run.cancel, run.putTimer
-	// Neither is kept with the ended run: the cancel function holds the
+	id, written := run.info.ID, run.written
+	cancel := run.cancel
+	// The cancel function is not kept with the ended run: it holds the
 	// run's context, and with it whatever the context it was started
 	// under holds (its request's values), for as long as the run is
 	// kept for its retention.
-	run.cancel, run.putTimer = endedCancel, nil
+	run.cancel = endedCancel
 	run.mu.Unlock()
 	cancel(nil)
-	if late != nil && !late.Stop() {
-		run.putMu.Lock() // the late put, under way, lands first
-		run.putMu.Unlock()
-	}
+	run.stopLatePut()
 	// The index says it ended before the log does (or in the same
 	// step): whoever waits for the log's end reads the final status.
 	log, idx := run.reg.cfg.Log, run.reg.cfg.Index
-	if e, ok := log.(IndexEnder); ok && idx != nil && id != "" {
+	switch e, ok := log.(IndexEnder); {
+	case written:
+	case ok && idx != nil && id != "":
 		_ = e.PutEnd(ctx, idx, run.Info(), run.retention)
-	} else {
+	default:
 		run.put(ctx)
 		if log != nil && id != "" {
 			_ = log.End(ctx, id)
@@ -617,6 +631,82 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	}
 	run.mu.Unlock()
 }
+
+// stopLatePut stops the put PutLater scheduled, once the run's end is
+// decided (its status final, or its end about to be written): one under
+// way lands first, so that the index never goes back from the end to
+// running (putLate puts nothing once the run is over).
+func (run *Run) stopLatePut() {
+	run.mu.Lock()
+	late := run.putTimer
+	run.putTimer = nil // not kept with the ended run
+	run.mu.Unlock()
+	if late != nil && !late.Stop() {
+		run.putMu.Lock() // the late put, under way, lands first
+		run.putMu.Unlock()
+	}
+}
+
+// An Ending is the end of a completed run, written by the write that
+// stores its turn's session events rather than by Finish: a session
+// store that can (sessions.EndingAppender: the Redis store, with the run
+// log and index of its own single node) ends the run's log and records
+// Info in the index with that write, in the same step, and tells it so
+// (Written). Finish then ends the run in this process only. An Ending
+// that was not written leaves everything to Finish, as before.
+type Ending struct {
+	// Info is the run's final record: completed, ended when the Ending
+	// was made.
+	Info Info
+	// Retention is how long the index keeps it (Spec.Retention).
+	Retention time.Duration
+	run       *Run
+}
+
+// Ending returns the end of the run as completed now, for its driver to
+// hand to the write that stores its turn's last events, once the turn
+// ended well and nothing that follows may fail it (the run's end is then
+// what Finish with a nil error would write). It is nil when the run keeps
+// no log or no index, has no id yet, or is over. The put PutLater
+// scheduled, if any, is not made after it (one under way lands first).
+func (run *Run) Ending() *Ending {
+	cfg := run.reg.cfg
+	now := cfg.Now()
+	run.mu.Lock()
+	if cfg.Log == nil || cfg.Index == nil || run.info.ID == "" || run.over {
+		run.mu.Unlock()
+		return nil
+	}
+	in := run.info
+	run.endTaken = true
+	run.mu.Unlock()
+	run.stopLatePut()
+	in.Status, in.Updated, in.Ended = StatusCompleted, now, now
+	return &Ending{Info: in, Retention: run.retention, run: run}
+}
+
+// Log is the log the run's end is to end (Config.Log).
+func (e *Ending) Log() EventLog { return e.run.reg.cfg.Log }
+
+// Index is the index that is to record Info (Config.Index).
+func (e *Ending) Index() Index { return e.run.reg.cfg.Index }
+
+// Written records that the run's log was ended, and Info recorded in the
+// index: the run is over from then on (its status Info's; a Cancel does
+// nothing), and Finish ends it in this process only. It implements
+// sessions.RunEnd, the store calling it once the write went through.
+func (e *Ending) Written() {
+	run := e.run
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if run.over {
+		return
+	}
+	run.over, run.written = true, true
+	run.info.Status, run.info.Updated, run.info.Ended = e.Info.Status, e.Info.Updated, e.Info.Ended
+}
+
+var _ sessions.RunEnd = (*Ending)(nil)
 
 // Err is what the run ended with (nil while it runs, or when it
 // completed).

@@ -1279,3 +1279,122 @@ func TestRegistryEndedRunDropsItsContext(t *testing.T) {
 		})
 	}
 }
+
+// A run whose end is written by its turn's last write (Ending, as the
+// Redis store's append writes it): the Ending is the run completed, the
+// run over once it is written (a cancel does nothing) but live until
+// Finish, which then writes neither the index entry nor the log's end; an
+// Ending not written leaves them to Finish. A late put (PutLater) never
+// lands after the end written.
+func TestRegistryEnding(t *testing.T) {
+	ctx := context.Background()
+	idx := &fakeIndex{runs: map[string]runs.Info{}}
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	reg := runs.NewRegistry(runs.Config{Log: log, Index: idx})
+	t.Cleanup(reg.Close)
+	start := func(id string, delay time.Duration) (*runs.Run, context.Context) {
+		t.Helper()
+		run, runCtx, err := reg.Start(ctx, runs.Spec{App: "app", User: "u", Session: "s", Retention: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.PutLater(delay)
+		if run.Ending() != nil {
+			t.Error("an Ending of a run without its id")
+		}
+		if err := run.SetNewID(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return run, runCtx
+	}
+	done := func(run *runs.Run) bool {
+		select {
+		case <-run.Done():
+			return true
+		default:
+			return false
+		}
+	}
+
+	run, runCtx := start("written", time.Hour)
+	if _, err := run.Append(ctx, runs.Frame{Data: []byte(`"a"`)}); err != nil {
+		t.Fatal(err)
+	}
+	e := run.Ending()
+	if e == nil || e.Info.ID != "written" || e.Info.Status != runs.StatusCompleted || e.Info.Ended.IsZero() || e.Retention != time.Minute ||
+		e.Log() != runs.EventLog(log) || e.Index() != runs.Index(idx) {
+		t.Fatalf("Ending: %+v", e)
+	}
+	if in := run.Info(); in.Status != runs.StatusRunning {
+		t.Errorf("status before the ending is written: %s, want running", in.Status)
+	}
+	e.Written()
+	run.Cancel(errors.New("too late"))
+	if in := run.Info(); in.Status != runs.StatusCompleted || !in.Ended.Equal(e.Info.Ended) || runCtx.Err() != nil {
+		t.Errorf("once written, then cancelled: %+v (context %v), want completed as written, its context going on", in, runCtx.Err())
+	}
+	if done(run) || reg.Live() != 1 {
+		t.Errorf("once written, before Finish: done %v, %d live; want live", done(run), reg.Live())
+	}
+	if run.Ending() != nil {
+		t.Error("a second Ending of a run over")
+	}
+	run.Finish(ctx, nil)
+	if !done(run) || reg.Live() != 0 || runCtx.Err() == nil || run.Err() != nil {
+		t.Errorf("after Finish: done %v, %d live, context %v, err %v", done(run), reg.Live(), runCtx.Err(), run.Err())
+	}
+	if got := idx.putsOf("written"); len(got) != 0 {
+		t.Errorf("Finish of a run whose end was written put %v, want nothing", got)
+	}
+	if _, ended, err := log.Read(ctx, "written", -1, 0); err != nil || ended {
+		t.Errorf("Finish of a run whose end was written ended its log: %v, %v", ended, err)
+	}
+
+	for _, err := range []error{nil, errors.New("boom")} {
+		id := fmt.Sprint("unwritten-", err)
+		run, _ := start(id, time.Hour)
+		if run.Ending() == nil {
+			t.Fatal("no Ending")
+		}
+		run.Finish(ctx, err)
+		want := runs.StatusCompleted
+		if err != nil {
+			want = runs.StatusFailed
+		}
+		if got := idx.putsOf(id); !slices.Equal(got, []runs.Status{want}) {
+			t.Errorf("Finish(%v) of a run whose Ending was not written put %v, want %s", err, got, want)
+		}
+		if _, ended, err := log.Read(ctx, id, -1, 0); err != nil || !ended {
+			t.Errorf("Finish of a run whose Ending was not written: log ended %v, %v", ended, err)
+		}
+	}
+
+	// Endings racing their late puts: the end written comes last.
+	const racing = 200
+	for i := range racing {
+		id := fmt.Sprint("race-", i)
+		run, _ := start(id, time.Duration(i%4)*time.Microsecond+time.Nanosecond)
+		e := run.Ending()
+		_ = idx.Put(ctx, e.Info, e.Retention) // the write of the end
+		e.Written()
+		run.Finish(ctx, nil)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range racing {
+		id := fmt.Sprint("race-", i)
+		if got := idx.putsOf(id); len(got) == 0 || len(got) > 2 || got[len(got)-1] != runs.StatusCompleted {
+			t.Fatalf("run %s was put %v, want its end last", id, got)
+		}
+	}
+
+	bare := runs.NewRegistry(runs.Config{Log: log})
+	t.Cleanup(bare.Close)
+	run, _, err := bare.Start(ctx, runs.Spec{ID: "no-index"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Ending() != nil {
+		t.Error("an Ending of a run without an index")
+	}
+	run.Finish(ctx, nil)
+}

@@ -51,6 +51,31 @@ type ReleasingAppender interface {
 	AppendEventsRelease(ctx context.Context, sess *Session, evs []*Event, lease Lease) error
 }
 
+// EndingAppender is implemented by ReleasingAppenders that can also end
+// the run a turn belongs to with the turn's final write, in one step (for
+// Redis: the same script, when the run's log and index are in the same
+// single-node Redis). The runtime uses it for the final write of a turn
+// that ended well, when its caller hands it the run's end
+// (agentcore.RunRequest.End).
+//
+// AppendEventsReleaseEnd does what AppendEventsRelease does and, when it
+// stored the batch and released lease (its own lease on sess's session),
+// writes end and calls end.Written. An end of a kind it does not
+// recognise, a lease it did not release (lost, or not its own), a session
+// that does not exist and a failed write leave end unwritten, to its
+// holder, which writes it as it would have without this call.
+type EndingAppender interface {
+	AppendEventsReleaseEnd(ctx context.Context, sess *Session, evs []*Event, lease Lease, end RunEnd) error
+}
+
+// RunEnd is the end of the run a turn belongs to, as the run's driver
+// hands it to the turn's final write (a runs.Ending): the runtime passes
+// it through; an EndingAppender writes the kinds it knows.
+type RunEnd interface {
+	// Written is told that the run's end was written.
+	Written()
+}
+
 // UnwrapLease returns the innermost lease under l's wrappers.
 func UnwrapLease(l Lease) Lease {
 	for {

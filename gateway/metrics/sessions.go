@@ -16,7 +16,7 @@ import (
 // as one "get_or_create" operation (one round trip on stores that are one
 // themselves; on others sessions.GetOrCreate's read and create). When svc is a sessions.BatchAppender so
 // is the wrapper (and a sessions.ReleasingAppender, which releases only
-// when svc is one), and a batch counts as one "append_event" operation
+// when svc is one; a sessions.EndingAppender when svc is one), and a batch counts as one "append_event" operation
 // (one store round trip, like a single append). When svc is a
 // sessions.StatsReporter (the in-memory store), its sessions held and
 // evicted are reported too.
@@ -24,7 +24,11 @@ func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
 	m.bounded.add(svc, true)
 	s := &instrumentedStore{svc: svc, m: m}
 	if b, ok := svc.(sessions.BatchAppender); ok {
-		return &instrumentedBatchStore{instrumentedStore: s, b: b}
+		bs := &instrumentedBatchStore{instrumentedStore: s, b: b}
+		if e, ok := svc.(sessions.EndingAppender); ok {
+			return &instrumentedEndingStore{instrumentedBatchStore: bs, e: e}
+		}
+		return bs
 	}
 	return s
 }
@@ -115,6 +119,22 @@ func (s *instrumentedBatchStore) AppendEventsRelease(ctx context.Context, sess *
 		return s.AppendEvents(ctx, sess, evs)
 	}
 	return s.appendEvents(evs, func() error { return ra.AppendEventsRelease(ctx, sess, evs, lease) })
+}
+
+// instrumentedEndingStore is the wrapper of a store that is a
+// sessions.EndingAppender, and one itself.
+type instrumentedEndingStore struct {
+	*instrumentedBatchStore
+	e sessions.EndingAppender
+}
+
+var _ sessions.EndingAppender = (*instrumentedEndingStore)(nil)
+
+// AppendEventsReleaseEnd implements sessions.EndingAppender: the wrapped
+// store's, counted as one "append_event" operation (the run's end it may
+// write with it is not a session operation).
+func (s *instrumentedEndingStore) AppendEventsReleaseEnd(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease, end sessions.RunEnd) error {
+	return s.appendEvents(evs, func() error { return s.e.AppendEventsReleaseEnd(ctx, sess, evs, lease, end) })
 }
 
 // appendEvents counts write, a batch append of evs, as one "append_event"

@@ -138,6 +138,59 @@ func (l *RunLog) key(run string) string {
 	return l.s.prefix + "{run|" + escaper.Replace(run) + "}:frames"
 }
 
+// runWriteLib is the write of a run's stream, as runWriteScript and
+// appendEndScript make it: writeRun(frames, index, argv, o) takes the
+// stream's key, the index hash's (nil: none) and runWriteScript's ARGV from
+// argv[o+1] on, and returns the number of the last entry, -1 when the log
+// had ended, or nil and an error message when the frames would leave a
+// hole.
+const runWriteLib = `
+local function writeRun(frames, index, argv, o)
+  if index then
+    redis.call('HSET', index, argv[o + 7], argv[o + 8])
+    redis.call('PEXPIRE', index, argv[o + 9])
+  end
+  local last = redis.call('XREVRANGE', frames, '+', '-', 'COUNT', 1)[1]
+  local n = tonumber(argv[o + 3]) + 2
+  local lastn
+  if last == nil then
+    if n == 2 then
+      redis.call('XADD', frames, '0-1', 'o', '')
+      lastn = 1
+    else
+      lastn = n - 1
+    end
+  elseif last[2][1] == 'e' then
+    if argv[o + 6] == '1' then return tonumber(string.sub(last[1], 3)) end
+    return -1
+  else
+    lastn = tonumber(string.sub(last[1], 3))
+  end
+  local from = 1
+  for to in string.gmatch(argv[o + 5], '%d+') do
+    to = tonumber(to)
+    if n > lastn then
+      if n ~= lastn + 1 then
+        return nil, 'run log: frame ' .. (n - 2) .. ' after ' .. (lastn - 2)
+      end
+      redis.call('XADD', frames, '0-' .. n, 'd', string.sub(argv[o + 4], from, to))
+      lastn = n
+    end
+    n = n + 1
+    from = to + 1
+  end
+  if argv[o + 6] == '1' then
+    lastn = lastn + 1
+    redis.call('XADD', frames, '0-' .. lastn, 'e', '')
+  end
+  if lastn > tonumber(argv[o + 1]) then
+    redis.call('XTRIM', frames, 'MAXLEN', argv[o + 1])
+  end
+  redis.call('PEXPIRE', frames, argv[o + 2])
+  return lastn
+end
+`
+
 // runWriteScript writes to a run's stream (KEYS[1]) the frames numbered
 // from ARGV[3] on, their values (appendFrame) one after the other in ARGV[4] and where
 // each ends (1-based, inclusive) in ARGV[5], comma-separated; with ARGV[6]
@@ -151,49 +204,10 @@ func (l *RunLog) key(run string) string {
 // MAXLEN: one that holds no more entries than that needs none. It answers
 // the number of the last entry, -1 when the log had ended, or an
 // error when the frames would leave a hole.
-var runWriteScript = newLuaScript(`
-if KEYS[2] then
-  redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
-  redis.call('PEXPIRE', KEYS[2], ARGV[9])
-end
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-local n = tonumber(ARGV[3]) + 2
-local lastn
-if last == nil then
-  if n == 2 then
-    redis.call('XADD', KEYS[1], '0-1', 'o', '')
-    lastn = 1
-  else
-    lastn = n - 1
-  end
-elseif last[2][1] == 'e' then
-  if ARGV[6] == '1' then return tonumber(string.sub(last[1], 3)) end
-  return -1
-else
-  lastn = tonumber(string.sub(last[1], 3))
-end
-local from = 1
-for to in string.gmatch(ARGV[5], '%d+') do
-  to = tonumber(to)
-  if n > lastn then
-    if n ~= lastn + 1 then
-      return redis.error_reply('run log: frame ' .. (n - 2) .. ' after ' .. (lastn - 2))
-    end
-    redis.call('XADD', KEYS[1], '0-' .. n, 'd', string.sub(ARGV[4], from, to))
-    lastn = n
-  end
-  n = n + 1
-  from = to + 1
-end
-if ARGV[6] == '1' then
-  lastn = lastn + 1
-  redis.call('XADD', KEYS[1], '0-' .. lastn, 'e', '')
-end
-if lastn > tonumber(ARGV[1]) then
-  redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[1])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return lastn
+var runWriteScript = newLuaScript(runWriteLib + `
+local last, err = writeRun(KEYS[1], KEYS[2], ARGV, 0)
+if err then return redis.error_reply(err) end
+return last
 `)
 
 // write runs runWriteScript: frames first on (data, ends), and the end,
@@ -495,56 +509,78 @@ func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) e
 func (l *RunLog) drainLocked(w *runWriter) (failure error) {
 	w.sending = true
 	for len(w.ends) > 0 || w.ending && !w.ended {
-		k := len(w.ends)
-		first := w.next - int64(k)
-		var data []byte
-		offsets := w.offsets[:0]
-		if k > 0 {
-			data = w.buf[:w.ends[k-1]] // appends write after it
-			for i, e := range w.ends {
-				if i > 0 {
-					offsets = append(offsets, ',')
-				}
-				offsets = strconv.AppendInt(offsets, int64(e), 10)
-			}
-		}
-		w.offsets = offsets
-		end := w.ending
+		b := w.batchLocked()
 		var put *indexPut
-		if end {
+		if b.end {
 			put = w.put
 		}
 		w.mu.Unlock()
-		_, ended, err := l.write(context.Background(), w.run, first, data, offsets, end, put)
+		_, ended, err := l.write(context.Background(), w.run, b.first, b.data, b.offsets, b.end, put)
 		w.mu.Lock()
 		if err != nil && w.err == nil {
 			failure = err
 		}
 		w.err = err
-		if err == nil {
-			// The frames written go; those appended meanwhile move up.
-			n := copy(w.buf, w.buf[len(data):])
-			w.buf = w.buf[:n]
-			m := copy(w.ends, w.ends[k:])
-			for i := range w.ends[:m] {
-				w.ends[i] -= len(data)
-			}
-			w.ends = w.ends[:m]
-			w.ended, w.opened = end, true
-		}
-		if ended { // by another writer: nothing more is written
-			w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
-		}
-		if w.changed != nil {
-			close(w.changed)
-			w.changed = nil
-		}
+		w.wroteLocked(b, err == nil, ended)
 		if err != nil {
 			break // tried again by the next Append, Read or End
 		}
 	}
 	w.sending = false
 	return failure
+}
+
+// writeBatch is one write of a run's log: the k frames numbered from
+// first on, their values one after the other in data and where each ends
+// in offsets (runWriteScript's arguments), and the end when end is set.
+type writeBatch struct {
+	first         int64
+	k             int
+	data, offsets []byte
+	end           bool
+}
+
+// batchLocked is the write of what waits (and of the end, when End asked
+// for it); the frames stay in w until it is done (wroteLocked).
+func (w *runWriter) batchLocked() writeBatch {
+	k := len(w.ends)
+	b := writeBatch{first: w.next - int64(k), k: k, end: w.ending}
+	offsets := w.offsets[:0]
+	if k > 0 {
+		b.data = w.buf[:w.ends[k-1]] // appends write after it
+		for i, e := range w.ends {
+			if i > 0 {
+				offsets = append(offsets, ',')
+			}
+			offsets = strconv.AppendInt(offsets, int64(e), 10)
+		}
+	}
+	w.offsets, b.offsets = offsets, offsets
+	return b
+}
+
+// wroteLocked records that the write of b is done: written (its frames
+// go, those appended meanwhile move up) or not (they wait), the log found
+// ended by another writer (nothing more is written); whoever waits for it
+// is woken.
+func (w *runWriter) wroteLocked(b writeBatch, written, ended bool) {
+	if written {
+		n := copy(w.buf, w.buf[len(b.data):])
+		w.buf = w.buf[:n]
+		m := copy(w.ends, w.ends[b.k:])
+		for i := range w.ends[:m] {
+			w.ends[i] -= len(b.data)
+		}
+		w.ends = w.ends[:m]
+		w.ended, w.opened = b.end, true
+	}
+	if ended {
+		w.buf, w.ends, w.ending, w.ended = w.buf[:0], w.ends[:0], true, true
+	}
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = nil
+	}
 }
 
 // End implements runs.EventLog: it writes the frames still waiting and
@@ -580,11 +616,7 @@ func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 		_, _, err := l.write(ctx, run, 0, nil, nil, true, put)
 		return err
 	}
-	defer func() {
-		l.mu.Lock()
-		delete(l.writers, run)
-		l.mu.Unlock()
-	}()
+	defer l.forget(run)
 	var failure error
 	defer l.tell(run, &failure)
 	w.mu.Lock()
@@ -603,6 +635,88 @@ func (l *RunLog) end(ctx context.Context, run string, put *indexPut) error {
 		}
 	}
 	return nil
+}
+
+// forget drops this process's writer of run's log, which ended.
+func (l *RunLog) forget(run string) {
+	l.mu.Lock()
+	delete(l.writers, run)
+	l.mu.Unlock()
+}
+
+// A logEnd is the end of a run's log written by the store's append
+// (Store.AppendEventsReleaseEnd, appendEndScript) rather than by End: the
+// frames that wait here, the end, and the run's index entry, in the
+// store's script. take holds this process's writer (no other write of it
+// meanwhile), done lets go of it.
+type logEnd struct {
+	l   *RunLog
+	run string
+	put *indexPut
+	w   *runWriter // nil: no writer here (the end alone is written)
+	b   writeBatch
+	// written: the store's script wrote the end (see done).
+	written bool
+}
+
+// endBy is the end of run's log, with its index entry put, for the
+// store's append to write.
+func (l *RunLog) endBy(run string, put *indexPut) *logEnd {
+	return &logEnd{l: l, run: run, put: put, b: writeBatch{end: true}}
+}
+
+// take takes what waits of the log, once a write of it under way is done
+// (one that waits for its linger is not: its frames go with the end).
+// Appends from then on find the log ended.
+func (e *logEnd) take() {
+	w := e.l.localWriter(e.run)
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.sending && w.lingering.Load() == 0 {
+		if w.changed == nil {
+			w.changed = make(chan struct{})
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		<-changed // a write has no deadline of its own but the client's
+		w.mu.Lock()
+	}
+	w.lingering.Store(0) // its linger entry goes stale
+	w.sending, w.ending = true, true
+	e.w, e.b = w, w.batchLocked()
+}
+
+// args appends runWriteScript's arguments for the end (its KEYS are the
+// log's key and e.put.key) to a.
+func (e *logEnd) args(a []any) []any {
+	return append(a, e.l.maxLenArg, e.l.expiryArg, e.b.first, e.b.data, e.b.offsets, "1",
+		e.put.field, e.put.value, e.put.ttl.Milliseconds())
+}
+
+// done lets go of the writer taken, the end written (the writer goes) or
+// not (what waits is left to End, and appends go on).
+func (e *logEnd) done(written bool) {
+	e.written = written
+	w := e.w
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.wroteLocked(e.b, written, false)
+	w.sending = false
+	if written {
+		w.err = nil
+		w.recycleLocked()
+	} else {
+		w.ending = false
+	}
+	w.mu.Unlock()
+	if written {
+		e.l.forget(e.run)
+	}
 }
 
 // recycleLocked gives an ended writer's buffers back to the pool, unless

@@ -171,7 +171,9 @@ if KEYS[2] then out[7] = redis.call('HGETALL', KEYS[2]) end
 return out
 `)
 
-// appendScript stores a batch of events on a session, and may release
+// appendLib is appendScript's work as a function, appendBatch, which
+// appendEndScript calls too. appendScript stores a batch of events on a
+// session, and may release
 // the session's run lease with it. KEYS meta [app] (an unlisted session's
 // append leaves the index alone); ARGV base id root ttlMillis lastEventID
 // n compaction compactionEnd token, then for each of the n events
@@ -190,7 +192,7 @@ return out
 // released}: status 0 when the session does not exist (nothing is done,
 // the lease is left), 1 when appended, 2 for a retry; released 1 when the
 // lease was deleted.
-var appendScript = newLuaScript(luaLib + lineLib + `
+const appendLib = luaLib + lineLib + `
 -- uncovered reports whether the stored event JSON e is one a compaction
 -- ending at time stop does not cover: not a compaction, and later.
 local function uncovered(e, stop)
@@ -215,34 +217,57 @@ local function windowStart(key, last, stop)
   return start
 end
 
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
-local base, id, root, ttl, lastid, n, comp, compEnd, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-local status = 2
-if lastid == '' or redis.call('HGET', KEYS[1], 'last') ~= lastid then
-  status = 1
-  local state, events, index, user, tree = base .. 'state:' .. id, base .. 'events:' .. id, base .. 'index', base .. 'user', base .. 'tree:' .. root
-  local i, now = 10, nil
-  for j = 1, n do
-    now = ARGV[i]
-    local len = redis.call('RPUSH', events, ARGV[i + 1])
-    if j == comp then redis.call('HSET', KEYS[1], 'compaction', windowStart(events, len - 1, compEnd)) end
-    i = apply(state, ARGV, i + 2)
-    i = apply(user, ARGV, i)
-    i = apply(KEYS[2], ARGV, i)
+-- appendBatch is the append (KEYS and ARGV as appendScript's, ARGV
+-- beyond the events' groups left alone): it returns {status, released}.
+local function appendBatch()
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
+  local base, id, root, ttl, lastid, n, comp, compEnd, token = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+  local status = 2
+  if lastid == '' or redis.call('HGET', KEYS[1], 'last') ~= lastid then
+    status = 1
+    local state, events, index, user, tree = base .. 'state:' .. id, base .. 'events:' .. id, base .. 'index', base .. 'user', base .. 'tree:' .. root
+    local i, now = 10, nil
+    for j = 1, n do
+      now = ARGV[i]
+      local len = redis.call('RPUSH', events, ARGV[i + 1])
+      if j == comp then redis.call('HSET', KEYS[1], 'compaction', windowStart(events, len - 1, compEnd)) end
+      i = apply(state, ARGV, i + 2)
+      i = apply(user, ARGV, i)
+      i = apply(KEYS[2], ARGV, i)
+    end
+    redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
+    if not unlisted(id) then redis.call('ZADD', index, now, id) end
+    touch(ttl, base, root, tree, index, user)
   end
-  redis.call('HSET', KEYS[1], 'updated', now, 'last', lastid)
-  if not unlisted(id) then redis.call('ZADD', index, now, id) end
-  touch(ttl, base, root, tree, index, user)
-end
-local released = 0
-if token ~= '' then
-  local lock = base .. 'lock:' .. id
-  if redis.call('GET', lock) == token then
-    free(lock)
-    released = 1
+  local released = 0
+  if token ~= '' then
+    local lock = base .. 'lock:' .. id
+    if redis.call('GET', lock) == token then
+      free(lock)
+      released = 1
+    end
   end
+  return {status, released}
 end
-return {status, released}
+`
+
+var appendScript = newLuaScript(appendLib + `return appendBatch()`)
+
+// appendEndScript is appendScript, then, once it released the lease, the
+// end of a run's log with its index entry, as runWriteScript writes them,
+// in the same step (Store.AppendEventsReleaseEnd; a single node, where a
+// script may touch keys of any slot). KEYS meta app frames index; ARGV
+// appendScript's, then runWriteScript's nine last (its end "1"). Returns
+// {status, released} as appendScript when it did not release the lease
+// (lost, or the session does not exist: nothing of the run is written),
+// else {status, 1, last}: last the run write's reply, 0 when it refused
+// frames that would leave a hole.
+var appendEndScript = newLuaScript(appendLib + runWriteLib + `
+local r = appendBatch()
+if r[2] == 1 then
+  r[3] = writeRun(KEYS[3], KEYS[4], ARGV, #ARGV - 9) or 0
+end
+return r
 `)
 
 // deleteScript: KEYS meta index tree; ARGV base id. Deletes the session and

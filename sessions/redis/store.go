@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentgate/agentgate/runs"
 	"github.com/agentgate/agentgate/sessions"
 )
 
@@ -523,7 +524,7 @@ func (s *Store) AppendEvent(ctx context.Context, sess *sessions.Session, ev *ses
 // in a second round trip). A batch whose last event id is already the
 // session's last event is taken as a retry and not stored twice.
 func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event) error {
-	return s.appendEvents(ctx, sess, evs, nil)
+	return s.appendEvents(ctx, sess, evs, nil, nil)
 }
 
 // AppendEventsRelease implements sessions.ReleasingAppender: AppendEvents,
@@ -532,11 +533,45 @@ func (s *Store) AppendEvents(ctx context.Context, sess *sessions.Session, evs []
 // (or found stored by a retried call), so a retry never frees the lease
 // before the write.
 func (s *Store) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
+	return s.appendEvents(ctx, sess, evs, s.ownLease(sess, lease), nil)
+}
+
+// ownLease is lease when it is this store's lease on sess's session, else
+// nil (another store's or another session's: left to its holder).
+func (s *Store) ownLease(sess *sessions.Session, lease sessions.Lease) *heldLease {
 	l, _ := sessions.UnwrapLease(lease).(*heldLease)
 	if l != nil && (l.s != s || sess == nil || !l.locks(sess)) {
-		l = nil // another store's or another session's: left to its holder
+		return nil
 	}
-	return s.appendEvents(ctx, sess, evs, l)
+	return l
+}
+
+var _ sessions.EndingAppender = (*Store)(nil)
+
+// AppendEventsReleaseEnd implements sessions.EndingAppender:
+// AppendEventsRelease, and, when end is a runs.Ending whose run log and
+// index are this store's own on a single node (as RunLog.PutEnd's one
+// round trip), the run's end in the same script (appendEndScript): the
+// frames still waiting, the log's end and the run's final index entry,
+// written only once the batch is stored and the lease released by it.
+// Otherwise end is left to its holder.
+func (s *Store) AppendEventsReleaseEnd(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease, end sessions.RunEnd) error {
+	l := s.ownLease(sess, lease)
+	e, _ := end.(*runs.Ending)
+	if l == nil || e == nil || !s.oneNode {
+		return s.appendEvents(ctx, sess, evs, l, nil)
+	}
+	log, _ := e.Log().(*RunLog)
+	x, _ := e.Index().(*RunIndex)
+	if log == nil || x == nil || log.s != s || x.s != s {
+		return s.appendEvents(ctx, sess, evs, l, nil)
+	}
+	le := log.endBy(e.Info.ID, x.put(e.Info, e.Retention))
+	if err := s.appendEvents(ctx, sess, evs, l, le); err != nil || !le.written {
+		return err
+	}
+	e.Written()
+	return nil
 }
 
 // locks reports whether l is the lease of sess's session: its key is
@@ -553,8 +588,9 @@ func (l *heldLease) locks(sess *sessions.Session) bool {
 }
 
 // appendEvents stores evs on sess, releasing lease with the write when it
-// is not nil.
-func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease *heldLease) error {
+// is not nil, and then, when end is not nil (and lease too), writing the
+// end of a run's log (end.written reports whether it was).
+func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease *heldLease, end *logEnd) error {
 	if sess == nil {
 		return fmt.Errorf("%w: nil session", sessions.ErrInvalid)
 	}
@@ -579,8 +615,16 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 		token = lease.tokenArg
 	}
 	id, root := idArgs(sess.ID)
-	args := append(s.scriptCall(appendScript, base, sess.ID, sess.AppName, 9+5*len(evs)),
-		base, id, root, s.ttlArg, last.ID, len(evs), comp, compEnd, token)
+	sc, n := appendScript, 9+5*len(evs)
+	var args []any
+	if end != nil && lease != nil {
+		sc = appendEndScript
+		args = sc.call(n+9, base+"meta:"+sess.ID, s.appKey(sess.AppName), end.l.key(end.run), end.put.key)
+	} else {
+		end = nil
+		args = s.scriptCall(sc, base, sess.ID, sess.AppName, n)
+	}
+	args = append(args, base, id, root, s.ttlArg, last.ID, len(evs), comp, compEnd, token)
 	var appDeltas map[string]any
 	var updated int64
 	for _, ev := range evs {
@@ -604,12 +648,23 @@ func (s *Store) appendEvents(ctx context.Context, sess *sessions.Session, evs []
 			maps.Copy(appDeltas, appDelta)
 		}
 	}
-	v, err := s.run(ctx, "append", appendScript, args)
+	if end != nil {
+		end.take()
+		args = end.args(args)
+	}
+	v, err := s.run(ctx, "append", sc, args)
+	reply, _ := v.([]any)
+	if end != nil {
+		var last int64 // the run write's reply, when it ran
+		if len(reply) == 3 {
+			last, _ = reply[2].(int64)
+		}
+		end.done(err == nil && last > 0)
+	}
 	if err != nil {
 		return err
 	}
-	reply, _ := v.([]any)
-	if len(reply) != 2 {
+	if len(reply) != 2 && (end == nil || len(reply) != 3) {
 		return corrupt("append reply")
 	}
 	if reply[1] == int64(1) {

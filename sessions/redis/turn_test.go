@@ -28,7 +28,9 @@ import (
 // scripts "get" (the open script reading), "create+get" (creating a
 // missing session first), "create" (creating only), each with "lock+"
 // ahead when it takes the run lease, "append" (with "+release" when it
-// releases the lease), "list", "delete", "unlock", "renew"; "lock" for
+// releases the lease; "append+release+end" when it also ends a run, see
+// appendEndScript), "run write" (the run log's script), "list", "delete",
+// "unlock", "renew"; "lock" for
 // the lease's SET NX. A pipeline is named after its named commands,
 // joined by "+", other commands (the app: hash's HGETALL on Cluster)
 // left out.
@@ -41,7 +43,8 @@ type opLog struct {
 func newOpLog() *opLog {
 	l := &opLog{names: map[string]string{}}
 	for name, sc := range map[string]*goredis.Script{"open": openScript.Script, "append": appendScript.Script,
-		"list": listScript.Script, "delete": deleteScript.Script, "unlock": releaseScript, "renew": renewScript} {
+		"list": listScript.Script, "delete": deleteScript.Script, "unlock": releaseScript, "renew": renewScript,
+		"append+release+end": appendEndScript.Script, "run write": runWriteScript.Script} {
 		l.names[sc.Hash()] = name
 	}
 	return l
