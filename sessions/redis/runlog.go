@@ -600,12 +600,24 @@ var _ runs.IndexEnder = (*RunLog)(nil)
 // or another index) it is idx.Put, then End.
 func (l *RunLog) PutEnd(ctx context.Context, idx runs.Index, in runs.Info, retention time.Duration) error {
 	ctx = context.WithoutCancel(ctx) // as End
-	x, ok := idx.(*RunIndex)
-	if !ok || x.s != l.s || !l.s.oneNode {
+	x := l.ownIndex(idx)
+	if x == nil {
 		_ = idx.Put(ctx, in, retention)
 		return l.end(ctx, in.ID, nil)
 	}
 	return l.end(ctx, in.ID, x.put(in, retention))
+}
+
+// ownIndex is idx when it is this log's store's own RunIndex on a single
+// node: one script can then write the log's end and the run's index entry
+// (PutEnd, Store.AppendEventsReleaseEnd); nil otherwise (Redis Cluster,
+// where the two keys are in different slots, or another index).
+func (l *RunLog) ownIndex(idx runs.Index) *RunIndex {
+	x, ok := idx.(*RunIndex)
+	if !ok || x.s != l.s || !l.s.oneNode {
+		return nil
+	}
+	return x
 }
 
 // end is End, with the run's index entry put by the write of the end when

@@ -558,12 +558,15 @@ var _ sessions.EndingAppender = (*Store)(nil)
 func (s *Store) AppendEventsReleaseEnd(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease, end sessions.RunEnd) error {
 	l := s.ownLease(sess, lease)
 	e, _ := end.(*runs.Ending)
-	if l == nil || e == nil || !s.oneNode {
-		return s.appendEvents(ctx, sess, evs, l, nil)
+	var log *RunLog
+	var x *RunIndex
+	if e != nil {
+		log, _ = e.Log().(*RunLog)
 	}
-	log, _ := e.Log().(*RunLog)
-	x, _ := e.Index().(*RunIndex)
-	if log == nil || x == nil || log.s != s || x.s != s {
+	if log != nil && log.s == s {
+		x = log.ownIndex(e.Index())
+	}
+	if l == nil || x == nil {
 		return s.appendEvents(ctx, sess, evs, l, nil)
 	}
 	le := log.endBy(e.Info.ID, x.put(e.Info, e.Retention))
