@@ -489,10 +489,7 @@ func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) e
 		}
 		return nil
 	}
-	if w.changed == nil {
-		w.changed = make(chan struct{})
-	}
-	changed := w.changed
+	changed := w.changedLocked()
 	w.mu.Unlock()
 	defer w.mu.Lock()
 	select {
@@ -501,6 +498,15 @@ func (l *RunLog) waitLocked(ctx context.Context, w *runWriter, failure *error) e
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// changedLocked is the channel closed once the write under way is done
+// (wroteLocked), made when first asked for.
+func (w *runWriter) changedLocked() chan struct{} {
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return w.changed
 }
 
 // drainLocked writes what waits, in one script a round, until nothing
@@ -688,10 +694,7 @@ func (e *logEnd) take() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.sending && w.lingering.Load() == 0 {
-		if w.changed == nil {
-			w.changed = make(chan struct{})
-		}
-		changed := w.changed
+		changed := w.changedLocked()
 		w.mu.Unlock()
 		<-changed // a write has no deadline of its own but the client's
 		w.mu.Lock()
