@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,6 +41,19 @@ func TestHasContent(t *testing.T) {
 		if got := hasContent([]byte(chunk)); got != want {
 			t.Errorf("hasContent(%s) = %v", chunk, got)
 		}
+	}
+}
+
+// TestPrebuiltFloor runs the floor proxy from -floor-bin rather than
+// building one: a path that is not there fails the run, naming it.
+func TestPrebuiltFloor(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-floorproxy")
+	var out, errs strings.Builder
+	err := run(context.Background(), []string{"-quick", "-scenarios", "nonstream", "-sessions", "stateless", "-open-streams", "0",
+		"-gateway-bin", filepath.Join(dir, "gateway"), "-floor-bin", missing}, &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("run with a missing -floor-bin: %v, want an error naming %s", err, missing)
 	}
 }
 

@@ -51,6 +51,7 @@ type options struct {
 	maxInFlight int
 	block       time.Duration
 	gatewayBin  string
+	floorBin    string
 	logLevel    string
 	floor       bool
 	// serial is how long each path runs one turn at a time (c=1) in the
@@ -84,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.openStreams, "open-streams", 1000, "concurrent open streams for the memory-per-stream figure (0 skips it)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4096, "bound on turns in flight at once")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "a prebuilt agentgate binary (default: build ./cmd/gateway)")
+	fs.StringVar(&o.floorBin, "floor-bin", "", "with -floor: a prebuilt floor proxy binary (default: build ./loadtest/floorproxy)")
 	fs.BoolVar(&o.floor, "floor", true, "also send the pass-through scenarios through a bare net/http proxy (loadtest/floorproxy): the cost of the hop alone")
 	fs.DurationVar(&o.serial, "c1-duration", 5*time.Second, "with -floor: measured time per pass-through scenario and path with one turn at a time (c=1), for the ratios to the floor proxy (0 skips it)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the gateway's log level (its logs go to a file in the run's temporary directory)")
@@ -123,8 +125,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin, floorBin := o.gatewayBin, ""
-	if bin == "" || o.floor {
+	bin, floorBin := o.gatewayBin, o.floorBin
+	if bin == "" || (o.floor && floorBin == "") {
 		root, err := moduleRoot()
 		if err != nil {
 			return err
@@ -135,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		if o.floor {
+		if o.floor && floorBin == "" {
 			if floorBin, err = buildBinary(root, tmp, "./loadtest/floorproxy", "floorproxy"); err != nil {
 				return err
 			}
