@@ -91,6 +91,7 @@ type attemptBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
 	pace   model.Pacer
+	rest   io.LimitedReader // what Finish reads
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
@@ -128,8 +129,10 @@ func Finish(body io.ReadCloser) error {
 		return body.Close()
 	}
 	t := time.AfterFunc(finishWait, b.cancel)
-	// Read past the pacer: nothing is left to pace.
-	_, _ = io.CopyN(io.Discard, b.ReadCloser, finishMax)
+	// Read past the pacer: nothing is left to pace. (io.CopyN, with the
+	// limited reader it would allocate in the attempt.)
+	b.rest = io.LimitedReader{R: b.ReadCloser, N: finishMax}
+	_, _ = io.Copy(io.Discard, &b.rest)
 	t.Stop()
 	return b.Close()
 }
