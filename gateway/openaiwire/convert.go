@@ -49,6 +49,11 @@ func toContents(msgs []ChatMessage, first int) (system string, contents []*genai
 	if len(msgs) == 0 {
 		return "", nil, nil // no history: a new conversation's first turn
 	}
+	if m := &msgs[0]; len(msgs) == 1 && m.Role == RoleUser && m.Content != nil && m.Content.Parts == nil && m.Content.Text != "" {
+		// A turn's one new message of text (most turns'): the list of
+		// its content made with it.
+		return "", newUserText(m.Content.Text).list[:], nil
+	}
 	var systems []string
 	callNames := map[string]string{}
 	var toolTurn *genai.Content // the content consecutive tool messages join
@@ -166,18 +171,7 @@ func userContent(m *ChatMessage) (*genai.Content, *Error) {
 		if m.Content.Text == "" {
 			return nil, nil
 		}
-		// The content, its list of one part and the part (as
-		// genai.NewPartFromText makes it) in one allocation: most turns'
-		// input is one text message.
-		one := &struct {
-			c     genai.Content
-			parts [1]*genai.Part
-			p     genai.Part
-		}{}
-		one.p.Text = m.Content.Text
-		one.parts[0] = &one.p
-		one.c = genai.Content{Role: genai.RoleUser, Parts: one.parts[:]}
-		return &one.c, nil
+		return &newUserText(m.Content.Text).c, nil
 	}
 	var parts []*genai.Part
 	for j, p := range m.Content.Parts {
@@ -193,6 +187,25 @@ func userContent(m *ChatMessage) (*genai.Content, *Error) {
 		return nil, nil
 	}
 	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
+}
+
+// userText is the content of a user message of one text, its list of one
+// part and the part (as genai.NewPartFromText makes it), and a list of the
+// content, in one allocation: most turns' input is one text message.
+type userText struct {
+	list  [1]*genai.Content
+	c     genai.Content
+	parts [1]*genai.Part
+	p     genai.Part
+}
+
+func newUserText(text string) *userText {
+	one := new(userText)
+	one.p.Text = text
+	one.parts[0] = &one.p
+	one.c = genai.Content{Role: genai.RoleUser, Parts: one.parts[:]}
+	one.list[0] = &one.c
+	return one
 }
 
 // userPart converts one part of a user message; nil for empty text. Errors

@@ -229,9 +229,18 @@ func (ts *streamedTurns) partial(key turnKey, text string) string {
 		t = &streamedTurn{key: key}
 		ts.more = append(ts.more, t)
 	}
+	if t.text == nil {
+		// Room for a short answer's partials at once, rather than a
+		// buffer of each size up to it.
+		t.text = make([]byte, 0, max(firstStreamed, len(text)))
+	}
 	t.text = append(t.text, text...)
 	return text
 }
+
+// firstStreamed is the room a turn's first partial makes for the text its
+// partials send.
+const firstStreamed = 256
 
 // final ends key's turn, whose whole text is text, and returns what of it
 // the partials did not send (see unsent).

@@ -359,14 +359,22 @@ func jsonKind(b []byte) string {
 // the wrong type yields a 400 *Error whose Param names the field (with
 // array indexes, like "messages[2].content").
 func DecodeRequest(body []byte) (*ChatCompletionRequest, error) {
-	var req ChatCompletionRequest
-	if decodeChat(body, &req) {
-		return &req, nil
+	// The request, and room for its first message and that message's
+	// content (a request's one message, most of the time), in one
+	// allocation.
+	r := new(struct {
+		req     ChatCompletionRequest
+		msg     [1]ChatMessage
+		content Content
+	})
+	req := &r.req
+	if decodeChatIn(body, req, r.msg[:0], &r.content) {
+		return req, nil
 	}
-	req = ChatCompletionRequest{}
-	err := json.Unmarshal(body, &req)
+	*req = ChatCompletionRequest{}
+	err := json.Unmarshal(body, req)
 	if err == nil {
-		return &req, nil
+		return req, nil
 	}
 	return nil, decodeError(body, err, reflect.TypeFor[ChatCompletionRequest]())
 }

@@ -17,6 +17,11 @@ import (
 // body with encoding/json, which then gives the value or the error.
 type wireDecoder struct {
 	jsondec.Decoder
+	// msgRoom and contentRoom, when set (decodeChatIn), are where the
+	// first message and the first content decoded go instead of new
+	// allocations; each is taken once.
+	msgRoom     []ChatMessage
+	contentRoom *Content
 }
 
 // object decodes an object member by member: set decodes the value of the
@@ -54,7 +59,11 @@ func (d *wireDecoder) object(names []string, set func(name string)) bool {
 
 // array decodes an array into *s, elem decoding each element into a zero
 // T. An empty array gives an empty slice, null a nil one.
-func array[T any](d *wireDecoder, s *[]T, elem func(*T)) {
+func array[T any](d *wireDecoder, s *[]T, elem func(*T)) { arrayIn(d, s, nil, elem) }
+
+// arrayIn is array with its first element in room's array (empty, with
+// room for one), when that is not nil.
+func arrayIn[T any](d *wireDecoder, s *[]T, room []T, elem func(*T)) {
 	switch d.Peek() {
 	case '[':
 	case 'n':
@@ -66,7 +75,10 @@ func array[T any](d *wireDecoder, s *[]T, elem func(*T)) {
 		return
 	}
 	d.Open('[')
-	a := make([]T, 0, 1)
+	a := room
+	if a == nil {
+		a = make([]T, 0, 1)
+	}
 	for first := true; d.More(']', first); first = false {
 		var zero T
 		a = append(a, zero)
@@ -275,7 +287,13 @@ var (
 
 // decodeChat decodes body into r, which is zero; false if it gave up.
 func decodeChat(body []byte, r *ChatCompletionRequest) bool {
-	var d wireDecoder
+	return decodeChatIn(body, r, nil, nil)
+}
+
+// decodeChatIn is decodeChat with room for the first message (msg, empty
+// with room for one) and the first content, when they are not nil.
+func decodeChatIn(body []byte, r *ChatCompletionRequest, msg []ChatMessage, content *Content) bool {
+	d := wireDecoder{msgRoom: msg, contentRoom: content}
 	d.Reset(body)
 	d.chatRequest(r)
 	return d.End()
@@ -287,7 +305,7 @@ func (d *wireDecoder) chatRequest(r *ChatCompletionRequest) {
 		case "model":
 			d.str(&r.Model)
 		case "messages":
-			array(d, &r.Messages, d.message)
+			arrayIn(d, &r.Messages, d.msgRoom, d.message)
 		case "tools":
 			array(d, &r.Tools, d.tool)
 		case "tool_choice":
@@ -362,15 +380,24 @@ func (d *wireDecoder) message(m *ChatMessage) {
 	})
 }
 
+// newContent returns a zero Content: the room for one, the first time.
+func (d *wireDecoder) newContent() *Content {
+	if c := d.contentRoom; c != nil {
+		d.contentRoom = nil
+		return c
+	}
+	return new(Content)
+}
+
 // content decodes as Content.UnmarshalJSON does.
 func (d *wireDecoder) content(p **Content) {
 	switch d.stringOrArray() {
 	case '"':
-		c := new(Content)
+		c := d.newContent()
 		d.str(&c.Text)
 		*p = c
 	case '[':
-		c := new(Content)
+		c := d.newContent()
 		array(d, &c.Parts, d.part)
 		*p = c
 	default:

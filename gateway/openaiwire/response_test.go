@@ -130,15 +130,15 @@ func TestIDs(t *testing.T) {
 	completion := regexp.MustCompile(`^chatcmpl-[A-Za-z0-9]{29}$`)
 	call := regexp.MustCompile(`^call_[A-Za-z0-9]{32}$`)
 	seen := map[string]bool{}
-	for range 100 {
+	for range 100 { // completion ids from several batches of random bytes
 		c, tc := NewCompletionID(), NewToolCallID()
 		if !completion.MatchString(c) || !call.MatchString(tc) || !ValidToolCallID(tc) {
 			t.Fatalf("bad ids %q %q", c, tc)
 		}
-		if seen[tc] {
-			t.Fatalf("repeated id %q", tc)
+		if seen[tc] || seen[c] {
+			t.Fatalf("repeated id %q or %q", tc, c)
 		}
-		seen[tc] = true
+		seen[tc], seen[c] = true, true
 	}
 	for id, want := range map[string]bool{
 		"call_abc": true, "adk-0b6e7c1a-6a43-4e8d-9f51-2f1c3b9a7d10": true, "toolu_01A-b_c": true,

@@ -203,8 +203,11 @@ var includeUsage = streamOptions{IncludeUsage: true}
 
 // body returns the JSON request body.
 func (c *call) body(req *model.Request, stream bool) ([]byte, error) {
-	var params chatRequest
-	if err := buildParams(&params, c.id, req); err != nil {
+	// The messages of a new conversation's turn (an instruction and the
+	// user's message) on the stack.
+	var room [2]chatMessage
+	params, err := newParams(room[:], c.id, req)
+	if err != nil {
 		return nil, err
 	}
 	if stream {
@@ -248,7 +251,7 @@ func (c *call) complete(ctx context.Context, body []byte, yield func(*model.Resp
 		return
 	}
 	var out wireCompletion
-	if err := readCompletion(raw, &out); err != nil {
+	if err := readCompletion(raw, &out, c.id); err != nil {
 		yield(nil, c.failure(ctx, err, raw, false))
 		return
 	}
@@ -274,7 +277,7 @@ func (c *call) stream(ctx context.Context, body []byte, yield func(*model.Respon
 		raw.Body = wire.PacedBody(raw.Body, pace)
 	}
 	var s chunkStream
-	s.init(raw)
+	s.init(raw, c.id)
 	defer s.close()
 	st := streamState{transient: model.CopiedPartials(ctx)}
 	for s.next() {

@@ -147,8 +147,20 @@ type jsonSchemaFormat struct {
 // buildParams maps a runtime request onto a chat-completions request body,
 // p (which the caller may keep on its stack: encode keeps no part of it).
 // It is pure: no I/O, and req is not modified.
-func buildParams(p *chatRequest, modelID string, req *model.Request) error {
-	*p = chatRequest{Model: modelID, Messages: make([]chatMessage, 0, len(req.Contents)+1)}
+func buildParams(p *chatRequest, modelID string, req *model.Request) (err error) {
+	*p, err = newParams(nil, modelID, req)
+	return err
+}
+
+// newParams is buildParams' body, returned: its messages in room's array
+// when they fit (a caller's, on its stack: a value stored through a
+// pointer would move it to the heap), else in a new one.
+func newParams(room []chatMessage, modelID string, req *model.Request) (chatRequest, error) {
+	msgs := room[:0]
+	if n := len(req.Contents) + 1; cap(msgs) < n {
+		msgs = make([]chatMessage, 0, n)
+	}
+	p := chatRequest{Model: modelID, Messages: msgs}
 	cfg := req.Config
 	if cfg == nil {
 		cfg = &genai.GenerateContentConfig{}
@@ -158,23 +170,23 @@ func buildParams(p *chatRequest, modelID string, req *model.Request) error {
 	}
 	var err error
 	if p.Messages, err = messages(p.Messages, req.Contents); err != nil {
-		return err
+		return chatRequest{}, err
 	}
 
 	if p.Tools, err = tools(cfg.Tools); err != nil {
-		return err
+		return chatRequest{}, err
 	}
 	p.ToolChoice = toolChoice(cfg.ToolConfig)
 	if p.ResponseFormat, err = responseFormatOf(cfg, &req.Options); err != nil {
-		return err
+		return chatRequest{}, err
 	}
-	generationSettings(p, cfg)
+	generationSettings(&p, cfg)
 	o := &req.Options
 	if len(p.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
 		p.ParallelToolCalls = o.ParallelToolCalls
 	}
 	p.ReasoningEffort, p.Verbosity, p.ServiceTier = o.ReasoningEffort, o.Verbosity, o.ServiceTier
-	return nil
+	return p, nil
 }
 
 // detail is an image part's detail: low or high from its media
@@ -242,24 +254,11 @@ func (p *chatRequest) encode() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	for _, f := range [...]struct {
-		key string
-		v   any
-		set bool
-	}{
-		{`,"tool_choice":`, p.ToolChoice, p.ToolChoice != nil},
-		{`,"response_format":`, p.ResponseFormat, p.ResponseFormat != nil},
-		{`,"temperature":`, p.Temperature, p.Temperature != nil},
-		{`,"top_p":`, p.TopP, p.TopP != nil},
-		{`,"presence_penalty":`, p.PresencePenalty, p.PresencePenalty != nil},
-		{`,"frequency_penalty":`, p.FrequencyPenalty, p.FrequencyPenalty != nil},
-	} {
-		if f.set {
-			b = append(b, f.key...)
-			var err error
-			if b, err = appendValue(b, f.v); err != nil {
-				return nil, err
-			}
+	if p.ToolChoice != nil || p.ResponseFormat != nil || p.Temperature != nil || p.TopP != nil ||
+		p.PresencePenalty != nil || p.FrequencyPenalty != nil {
+		var err error
+		if b, err = p.appendOpen(b); err != nil {
+			return nil, err
 		}
 	}
 	if p.MaxCompletionTokens != 0 {
@@ -296,6 +295,53 @@ func (p *chatRequest) encode() ([]byte, error) {
 	b = strMember(b, `,"verbosity":`, p.Verbosity)
 	b = strMember(b, `,"service_tier":`, p.ServiceTier)
 	return append(b, '}'), nil
+}
+
+// appendOpen appends tool_choice, response_format and the sampling
+// floats, those set, through encoding/json. Each is given to it as a copy
+// of its value, not as the pointer or interface p holds: what p points
+// to stays p's (a caller's messages on its stack stay there).
+func (p *chatRequest) appendOpen(b []byte) ([]byte, error) {
+	var err error
+	if p.ToolChoice != nil {
+		b = append(b, `,"tool_choice":`...)
+		switch tc := p.ToolChoice.(type) {
+		case string:
+			b, err = appendValue(b, tc)
+		case namedToolChoice:
+			b, err = appendValue(b, tc)
+		case allowedToolsChoice:
+			b, err = appendValue(b, tc)
+		default: // toolChoice makes none
+			err = fmt.Errorf("tool_choice of type %s", reflect.TypeOf(tc))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if p.ResponseFormat != nil {
+		b = append(b, `,"response_format":`...)
+		if b, err = appendValue(b, *p.ResponseFormat); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range [...]struct {
+		key string
+		v   *float64
+	}{
+		{`,"temperature":`, p.Temperature},
+		{`,"top_p":`, p.TopP},
+		{`,"presence_penalty":`, p.PresencePenalty},
+		{`,"frequency_penalty":`, p.FrequencyPenalty},
+	} {
+		if f.v != nil {
+			b = append(b, f.key...)
+			if b, err = appendValue(b, *f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b, nil
 }
 
 // strMember appends the member key (`,"name":`) with the string v, unless

@@ -166,9 +166,16 @@ func BenchmarkEncode(b *testing.B) {
 func TestBuildParamsTextMessagesAllocateTheSliceOnly(t *testing.T) {
 	req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("Hello", genai.RoleUser),
 		genai.NewContentFromText("Say more", genai.RoleUser), genai.NewContentFromText("And more", genai.RoleUser)}}
-	var p chatRequest
-	if n := testing.AllocsPerRun(100, func() { _ = buildParams(&p, "m", req) }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() {
+		var p chatRequest
+		_ = buildParams(&p, "m", req)
+	}); n != 1 {
 		t.Errorf("%v allocations, want 1", n)
+	}
+	// None when given room for them (as call.body gives it).
+	var room [4]chatMessage
+	if n := testing.AllocsPerRun(100, func() { _, _ = newParams(room[:], "m", req) }); n != 0 {
+		t.Errorf("with room: %v allocations, want 0", n)
 	}
 }
 

@@ -116,8 +116,10 @@ const maxBody = 8 << 20
 // readCompletion reads and decodes a non-streamed answer into c (which
 // the caller may keep on its stack), closing the body once read, so that
 // the connection goes back to the pool. The body is read into a buffer of
-// answerBufs: what is decoded keeps no part of it (strings are copies).
-func readCompletion(resp *http.Response, c *wireCompletion) error {
+// answerBufs: what is decoded keeps no part of it (strings are copies,
+// but for a model name that is asked, the model the call asked for: the
+// string is reused, as most answers name it).
+func readCompletion(resp *http.Response, c *wireCompletion, asked string) error {
 	size := 512
 	if n := resp.ContentLength; n > 0 && n < maxBody {
 		size = int(n) + 1 // the read that sees the end needs room for a byte
@@ -136,6 +138,7 @@ func readCompletion(resp *http.Response, c *wireCompletion) error {
 	} else {
 		var d decoder
 		d.giveRoom()
+		d.model = asked
 		if err = d.decode(body, c); err != nil {
 			err = fmt.Errorf("error parsing response json: %w", err)
 		}
@@ -187,16 +190,18 @@ type chunkStream struct {
 	done bool
 }
 
-// init makes s the reader of resp's body (nothing to read without one).
+// init makes s the reader of resp's body (nothing to read without one),
+// reusing asked, the model the call asked for, as the chunks' model name
+// when they name it (see readCompletion).
 // A method rather than a constructor: s stays in its caller's frame, its
 // SSE reader and that reader's bufio.Reader in it.
-func (s *chunkStream) init(resp *http.Response) {
+func (s *chunkStream) init(resp *http.Response, asked string) {
 	if resp == nil || resp.Body == nil {
 		return
 	}
 	s.body = resp.Body
 	s.sse.Init(resp.Body)
-	s.dec.stream = true
+	s.dec.stream, s.dec.model = true, asked
 	s.dec.giveRoom()
 }
 

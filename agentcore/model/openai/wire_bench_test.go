@@ -118,7 +118,7 @@ func BenchmarkReadStream(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var s chunkStream
-			s.init(resp())
+			s.init(resp(), "")
 			n := 0
 			for s.next() {
 				n++

@@ -332,7 +332,7 @@ func TestReadCompletionAnyLength(t *testing.T) {
 	for _, n := range []int64{int64(len(body)), 10, int64(len(body)) + 100, -1, 0} {
 		for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body)), iotest.DataErrReader(strings.NewReader(body))} {
 			var c wireCompletion
-			if err := readCompletion(&http.Response{ContentLength: n, Body: io.NopCloser(r)}, &c); err != nil {
+			if err := readCompletion(&http.Response{ContentLength: n, Body: io.NopCloser(r)}, &c, ""); err != nil {
 				t.Fatalf("length %d: %v", n, err)
 			}
 			if got := c.Choices[0].Message.Content; got != strings.Repeat("ab", 700) {
@@ -340,7 +340,7 @@ func TestReadCompletionAnyLength(t *testing.T) {
 			}
 		}
 	}
-	if err := readCompletion(&http.Response{ContentLength: 50, Body: io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))}, new(wireCompletion)); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := readCompletion(&http.Response{ContentLength: 50, Body: io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))}, new(wireCompletion), ""); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("read error = %v", err)
 	}
 }
@@ -362,7 +362,7 @@ func TestReadCompletionCloses(t *testing.T) {
 		"read error": iotest.ErrReader(io.ErrUnexpectedEOF),
 	} {
 		body := &closeCount{Reader: r}
-		err := readCompletion(&http.Response{ContentLength: -1, Body: body}, new(wireCompletion))
+		err := readCompletion(&http.Response{ContentLength: -1, Body: body}, new(wireCompletion), "")
 		if (err != nil) != (name != "answer") {
 			t.Errorf("%s: err = %v", name, err)
 		}

@@ -192,7 +192,7 @@ func TestChunkStreamEnds(t *testing.T) {
 func TestStreamErrorEvent(t *testing.T) {
 	body := "event: error\ndata: {\"error\":{\"message\":\"overloaded\"}}\n\n"
 	var s chunkStream
-	s.init(&http.Response{Body: io.NopCloser(strings.NewReader(body))})
+	s.init(&http.Response{Body: io.NopCloser(strings.NewReader(body))}, "")
 	defer s.close()
 	if s.next() {
 		t.Fatal("next = true on an error event")

@@ -37,7 +37,8 @@ func ParseURL(raw string) (*url.URL, error) {
 //
 // The request is the one http.NewRequestWithContext makes (a body of known
 // length that can be read again, Host from the URL), made without parsing
-// the URL and with its body and answer's wrapper in one allocation.
+// the URL and with its body and answer's wrapper in one allocation (see
+// attempt).
 // Its Host is left empty where NewRequest sets the URL's host: the same
 // bytes on the wire (the URL's host is sent when Host is empty), and no
 // copy of the URL by http.Client.
@@ -46,7 +47,7 @@ func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Head
 	a := new(attempt)
 	a.resp.cancel = cancel
 	a.body.Reset(body)
-	req := &http.Request{
+	req := http.Request{
 		Method:        http.MethodPost,
 		URL:           u,
 		Proto:         "HTTP/1.1",
@@ -63,7 +64,10 @@ func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Head
 		req.Body = http.NoBody
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
-	resp, err := client.Do(req.WithContext(actx))
+	// The request with its context, in the attempt: WithContext's copy
+	// is made on the stack, and copied there.
+	a.req = *req.WithContext(actx)
+	resp, err := client.Do(&a.req)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -73,9 +77,10 @@ func Post(ctx context.Context, client *http.Client, u *url.URL, header http.Head
 	return resp, nil
 }
 
-// attempt is what Post allocates for a request, but for the request
-// itself (its context can only be set by a copy).
+// attempt is what Post allocates for a request: the request, its body's
+// reader and the answer's wrapper.
 type attempt struct {
+	req  http.Request
 	body bytes.Reader
 	resp attemptBody
 }
@@ -86,6 +91,7 @@ type attemptBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
 	pace   model.Pacer
+	rest   io.LimitedReader // what Finish reads
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
@@ -123,8 +129,10 @@ func Finish(body io.ReadCloser) error {
 		return body.Close()
 	}
 	t := time.AfterFunc(finishWait, b.cancel)
-	// Read past the pacer: nothing is left to pace.
-	_, _ = io.CopyN(io.Discard, b.ReadCloser, finishMax)
+	// Read past the pacer: nothing is left to pace. (io.CopyN, with the
+	// limited reader it would allocate in the attempt.)
+	b.rest = io.LimitedReader{R: b.ReadCloser, N: finishMax}
+	_, _ = io.Copy(io.Discard, &b.rest)
 	t.Stop()
 	return b.Close()
 }
