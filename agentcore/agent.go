@@ -160,10 +160,12 @@ type services struct {
 	newID     func() string
 	// randomIDs: newID is newUUID (no RunnerConfig.NewID).
 	randomIDs bool
-	observer  Observer
-	tracer    Tracer // nil: not traced
-	appName   string
-	logger    *slog.Logger
+	// writes are what sessions can (writesOf(sessions)).
+	writes   storeWrites
+	observer Observer
+	tracer   Tracer // nil: not traced
+	appName  string
+	logger   *slog.Logger
 }
 
 // newInvocationID is the id of a new top-level invocation:
@@ -211,9 +213,12 @@ func (u *usageTotal) get() *genai.GenerateContentResponseUsageMetadata {
 // it while agents (possibly on parallel branches) read it. With a store that
 // batches, pending holds the events applied to sess but not stored yet.
 type liveSession struct {
-	mu      sync.RWMutex
-	sess    *sessions.Session
-	batch   sessions.BatchAppender // nil: each event is stored as it is applied
+	mu   sync.RWMutex
+	sess *sessions.Session
+	// batch is the store's BatchAppender, nil when each event is stored
+	// as it is applied; w is what else the store can (the runner's).
+	batch   sessions.BatchAppender
+	w       *storeWrites
 	pending []*sessions.Event
 	lease   sessions.Lease // the run lease a flush releases, if any
 	// A turn's first flush takes its few events from firstPending, and
@@ -224,12 +229,33 @@ type liveSession struct {
 	scratch       sessions.Session
 	scratchEvents [4]*sessions.Event
 	flushed       bool
+	// detached is the context of the first flush's write.
+	detached detachedCtx
 }
 
-// init makes l the live session of sess, stored in store.
-func (l *liveSession) init(sess *sessions.Session, store sessions.Service) {
+// storeWrites are the ways a session store can write a turn's events, as
+// its optional interfaces offer them (nil: it cannot): found once for a
+// runner's store (see writesOf), not asserted again on every turn.
+type storeWrites struct {
+	batch     sessions.BatchAppender
+	releasing sessions.ReleasingAppender
+	ending    sessions.EndingAppender
+}
+
+// writesOf finds the ways store can write a turn's events.
+func writesOf(store sessions.Service) storeWrites {
+	var w storeWrites
+	w.batch, _ = store.(sessions.BatchAppender)
+	w.releasing, _ = store.(sessions.ReleasingAppender)
+	w.ending, _ = store.(sessions.EndingAppender)
+	return w
+}
+
+// init makes l the live session of sess, stored in the store that can
+// write as w says.
+func (l *liveSession) init(sess *sessions.Session, w *storeWrites) {
 	l.sess = sess
-	l.batch, _ = store.(sessions.BatchAppender)
+	l.w, l.batch = w, w.batch
 	if l.batch != nil {
 		// The turn applies its events to sess itself (persist): room
 		// for the two of a turn that calls no function, the user's

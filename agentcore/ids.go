@@ -2,6 +2,7 @@ package agentcore
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"strings"
 	"sync"
 	"unsafe"
@@ -181,16 +182,28 @@ func appendUUID(b []byte, u *[16]byte) []byte {
 	return append(b, s[:]...)
 }
 
-// uuidDigits is where each byte of a UUID puts its two hex digits in the
-// canonical form; the dashes are at 8, 13, 18 and 23.
-var uuidDigits = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
-
 // formatUUID writes u in the canonical form into s: 8-4-4-4-12 lowercase
 // hex digits.
 func formatUUID(s *[36]byte, u *[16]byte) {
-	const digits = "0123456789abcdef"
-	for i, at := range uuidDigits {
-		s[at], s[at+1] = digits[u[i]>>4], digits[u[i]&0x0f]
-	}
+	hi, lo := binary.BigEndian.Uint64(u[:8]), binary.BigEndian.Uint64(u[8:])
+	h1, h2 := hexDigits(uint32(hi)), hexDigits(uint32(lo>>32))
+	binary.BigEndian.PutUint64(s[0:], hexDigits(uint32(hi>>32)))
+	binary.BigEndian.PutUint32(s[9:], uint32(h1>>32))
+	binary.BigEndian.PutUint32(s[14:], uint32(h1))
+	binary.BigEndian.PutUint32(s[19:], uint32(h2>>32))
+	binary.BigEndian.PutUint32(s[24:], uint32(h2))
+	binary.BigEndian.PutUint64(s[28:], hexDigits(uint32(lo)))
 	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
+}
+
+// hexDigits is x's eight lowercase hex digits, the first in the highest
+// byte: each nibble spread to a byte of its own, then '0' added to it,
+// and 'a'-'0'-10 more to those above 9, all eight at once.
+func hexDigits(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff
+	v = (v | v<<4) & 0x0f0f0f0f0f0f0f0f
+	above9 := (v + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return v + 0x3030303030303030 + above9*('a'-'0'-10)
 }

@@ -2,6 +2,7 @@ package agentcore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestLiveSessionEventsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &liveSession{}
-	l.init(sess, store)
+	l.init(sess, new(writesOf(store)))
 	appendEv := func(id string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -62,5 +63,26 @@ func TestLiveSessionEventsSnapshot(t *testing.T) {
 	}
 	if got := l.events(); got[len(got)-1].ID != "next" {
 		t.Errorf("the session's last event is %q", got[len(got)-1].ID)
+	}
+}
+
+// The context a flush writes with is context.WithoutCancel's: the
+// context's values, never done, and no cause, when the turn's context
+// has ended.
+func TestDetachedCtxIsWithoutCancel(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	d := &detachedCtx{Context: parent}
+	child, stop := context.WithCancel(d)
+	defer stop()
+	cancel(errors.New("gone"))
+	if d.Done() != nil || d.Err() != nil || context.Cause(d) != nil || child.Err() != nil {
+		t.Errorf("Done %v, Err %v, Cause %v, child's Err %v: want nil", d.Done(), d.Err(), context.Cause(d), child.Err())
+	}
+	if _, ok := d.Deadline(); ok {
+		t.Error("a deadline")
+	}
+	if got := d.Value(key{}); got != "v" {
+		t.Errorf("Value = %v, want v", got)
 	}
 }

@@ -34,7 +34,7 @@ func FuzzInjectState(f *testing.F) {
 		f.Fatal(err)
 	}
 	live := &liveSession{}
-	live.init(sess, store)
+	live.init(sess, new(writesOf(store)))
 	inv := &Invocation{sh: &invShared{svc: &services{sessions: store, artifacts: arts, appName: "app"}, sess: live,
 		temp: map[string]any{"temp:mood": "calm"}}}
 	f.Fuzz(func(t *testing.T, tmpl string) {

@@ -152,3 +152,18 @@ func TestPartialEventIDs(t *testing.T) {
 		seen[s] = true
 	}
 }
+
+// formatUUID writes every byte's digits in place, 0 to 255 at each place.
+func TestFormatUUIDEveryByte(t *testing.T) {
+	for b := range 256 {
+		for at := range 16 {
+			var u uuid.UUID
+			u[at] = byte(b)
+			var s [36]byte
+			formatUUID(&s, (*[16]byte)(&u))
+			if string(s[:]) != u.String() {
+				t.Fatalf("formatUUID(%v) = %q", u, s)
+			}
+		}
+	}
+}
