@@ -322,12 +322,6 @@ func encodeFrames(frames []Frame) (data []byte, err error) {
 	}
 	buf := arenaScratch.Get().(*[]byte)
 	b := slices.Grow((*buf)[:0], 4*len(frames))[:4*len(frames)]
-	defer func() {
-		if cap(b) <= maxScratch {
-			*buf = b[:0]
-			arenaScratch.Put(buf)
-		}
-	}()
 	for i, f := range frames {
 		packed := false
 		if f.Data == nil && f.Event != nil {
@@ -338,15 +332,23 @@ func encodeFrames(frames []Frame) (data []byte, err error) {
 		}
 		if !packed {
 			if b, err = f.AppendJSON(append(b, frameJSON)); err != nil {
-				return nil, err
+				break
 			}
 		}
 		if len(b) > math.MaxUint32 {
-			return nil, errors.New("runs: a run's frames take over 4 GiB")
+			err = errors.New("runs: a run's frames take over 4 GiB")
+			break
 		}
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(len(b)))
 	}
-	return append([]byte(nil), b...), nil
+	if err == nil {
+		data = append([]byte(nil), b...)
+	}
+	if cap(b) <= maxScratch {
+		*buf = b[:0]
+		arenaScratch.Put(buf)
+	}
+	return data, err
 }
 
 // frameEnd is where frame i of the block encodeFrames made ends.
