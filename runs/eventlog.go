@@ -193,11 +193,11 @@ type MemoryLog struct {
 	bytes int64      // the size of every log's frames
 	// endings counts the logs that ended, numbering each (logEntry.end).
 	endings uint64
-	// spare holds the emptied frame slices of logs that ended (at most
-	// maxSpare, of at most maxSpareFrames each), for the next logs to
-	// append to: a run's frames are held only until its end, and a
-	// streamed turn would otherwise grow a new slice six times.
-	spare [][]Frame
+	// spare holds the memLogs of logs that ended, emptied (at most
+	// maxSpare, their frame slices of at most maxSpareFrames each), for
+	// the next logs to start with: a run's frames are held only until its
+	// end, and a streamed turn would otherwise grow a new slice six times.
+	spare []*memLog
 }
 
 // The bounds of MemoryLog.spare.
@@ -322,12 +322,6 @@ func encodeFrames(frames []Frame) (data []byte, err error) {
 	}
 	buf := arenaScratch.Get().(*[]byte)
 	b := slices.Grow((*buf)[:0], 4*len(frames))[:4*len(frames)]
-	defer func() {
-		if cap(b) <= maxScratch {
-			*buf = b[:0]
-			arenaScratch.Put(buf)
-		}
-	}()
 	for i, f := range frames {
 		packed := false
 		if f.Data == nil && f.Event != nil {
@@ -338,15 +332,23 @@ func encodeFrames(frames []Frame) (data []byte, err error) {
 		}
 		if !packed {
 			if b, err = f.AppendJSON(append(b, frameJSON)); err != nil {
-				return nil, err
+				break
 			}
 		}
 		if len(b) > math.MaxUint32 {
-			return nil, errors.New("runs: a run's frames take over 4 GiB")
+			err = errors.New("runs: a run's frames take over 4 GiB")
+			break
 		}
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(len(b)))
 	}
-	return append([]byte(nil), b...), nil
+	if err == nil {
+		data = append([]byte(nil), b...)
+	}
+	if cap(b) <= maxScratch {
+		*buf = b[:0]
+		arenaScratch.Put(buf)
+	}
+	return data, err
 }
 
 // frameEnd is where frame i of the block encodeFrames made ends.
@@ -411,16 +413,22 @@ var _ FreshOpener = (*MemoryLog)(nil)
 // the clock.
 func (m *MemoryLog) OpenFresh(run string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.liveLocked(run)
+	m.mu.Unlock()
 }
 
 // liveLocked returns run's log while it is live (or ended but its frames
-// not yet encoded), started if there is none; nil once it ended.
+// not yet encoded), started if there is none (with a spare memLog when
+// there is one); nil once it ended.
 func (m *MemoryLog) liveLocked(run string) *memLog {
 	e, ok := m.logs[run]
 	if !ok {
-		e.live = &memLog{}
+		if n := len(m.spare) - 1; n >= 0 {
+			e.live, m.spare[n] = m.spare[n], nil
+			m.spare = m.spare[:n]
+		} else {
+			e.live = &memLog{}
+		}
 		m.logs[run] = e
 	}
 	return e.live
@@ -433,18 +441,13 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	}
 	size := f.size()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := m.liveLocked(run)
 	if l == nil || l.ended {
+		m.mu.Unlock()
 		return 0, ErrEnded
 	}
 	f.Seq = l.first + int64(len(l.frames))
 	f.Data = f.Data[:len(f.Data):len(f.Data)] // a reader's append copies it
-	if l.frames == nil && len(m.spare) > 0 {
-		last := len(m.spare) - 1
-		l.frames, m.spare[last] = m.spare[last], nil
-		m.spare = m.spare[:last]
-	}
 	l.frames = append(l.frames, f)
 	l.bytes += size
 	m.bytes += size
@@ -465,14 +468,16 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	if m.bytes > m.cfg.MaxBytes {
 		m.sweepLocked(m.cfg.Now())
 	}
+	m.mu.Unlock()
 	return f.Seq, nil
 }
 
 // End implements EventLog. Ending a log that does not exist starts an
 // empty, ended one (a run that produced no event). The frames are then
-// encoded into the log's block (outside the lock: readers meanwhile read
-// them as they were); a frame whose event cannot be encoded keeps them as
-// they are. It needs nothing of ctx.
+// encoded into the log's block: a small log's at once, a larger one's
+// outside the lock (readers meanwhile read them as they were); a frame
+// whose event cannot be encoded keeps them as they are. It needs nothing
+// of ctx.
 func (m *MemoryLog) End(_ context.Context, run string) error {
 	m.mu.Lock()
 	e, ok := m.logs[run]
@@ -492,34 +497,51 @@ func (m *MemoryLog) End(_ context.Context, run string) error {
 		return nil
 	}
 	l.ended = true
-	m.logs[run] = e
 	l.wakeLocked()
 	frames := l.frames // no frame is appended to an ended log
-	m.mu.Unlock()
-	data, err := encodeFrames(frames)
-	if err != nil {
-		return nil
+	outside := l.bytes > maxLockedEncode
+	if outside {
+		m.logs[run] = e
+		m.mu.Unlock()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.logs[run].live == l { // not dropped meanwhile
+	data, err := encodeFrames(frames)
+	if outside {
+		m.mu.Lock()
+	}
+	switch {
+	case err != nil && outside: // it keeps its frames as they are
+	case err != nil:
+		m.logs[run] = e
+	case !outside || m.logs[run].live == l: // not dropped meanwhile
 		m.bytes += int64(len(data)) - l.bytes
 		m.logs[run] = logEntry{first: l.first, n: len(frames), data: data, end: e.end}
+		fallthrough
+	default:
+		m.reuseLocked(l)
+		m.sweepLocked(now)
 	}
-	m.reuseLocked(frames)
-	m.sweepLocked(now)
+	m.mu.Unlock()
 	return nil
 }
 
-// reuseLocked keeps frames, which no log holds any more (readers copy
-// what they read of a live log), for a later log to append to, emptied;
-// m.mu is held.
-func (m *MemoryLog) reuseLocked(frames []Frame) {
-	if len(m.spare) == maxSpare || cap(frames) == 0 || cap(frames) > maxSpareFrames {
+// maxLockedEncode is the size (Frame.size summed) up to which End encodes
+// a log's frames under the lock, which a larger log lets go of meanwhile.
+const maxLockedEncode = 8 << 10
+
+// reuseLocked keeps l, which no log holds any more (readers copy what
+// they read of a live log), for a later log to start with, emptied (its
+// frame slice kept when it is not too large); m.mu is held.
+func (m *MemoryLog) reuseLocked(l *memLog) {
+	if len(m.spare) == maxSpare {
 		return
 	}
+	frames := l.frames
+	if cap(frames) > maxSpareFrames {
+		frames = nil
+	}
 	clear(frames)
-	m.spare = append(m.spare, frames[:0])
+	*l = memLog{frames: frames[:0]}
+	m.spare = append(m.spare, l)
 }
 
 func (l *memLog) wakeLocked() {

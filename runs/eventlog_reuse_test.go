@@ -2,10 +2,13 @@ package runs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/agentgate/agentgate/runs"
+	"github.com/agentgate/agentgate/sessions"
 )
 
 // The memory log hands the frame slices of logs that ended to later logs:
@@ -83,6 +86,43 @@ func TestMemoryLogReusedFramesKeepEachLog(t *testing.T) {
 		}
 		if g := frameJSON(t, h.live); fmt.Sprint(g) != fmt.Sprint(h.want) {
 			t.Errorf("%s: frames read live changed\n got %q\nwant %q", h.id, g, h.want)
+		}
+	}
+}
+
+// An ended log with a frame whose event cannot be encoded keeps its
+// frames as they were appended, ended, whether End encodes them under its
+// lock (a small log) or outside it (a large one).
+func TestMemoryLogUnencodableFramesKept(t *testing.T) {
+	ctx := context.Background()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{})
+	for _, n := range []int{1, 100} {
+		id := fmt.Sprint("run-", n)
+		var want []*sessions.Event
+		for i := range n {
+			ev := textEvent("e-"+id, fmt.Sprint("tok ", i))
+			if i == n-1 {
+				ev.Actions.StateDelta = map[string]any{"x": math.NaN()}
+			}
+			want = append(want, ev)
+			if _, err := log.Append(ctx, id, runs.Frame{Event: ev}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := log.End(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		got, ended, err := log.Read(ctx, id, -1, 0)
+		if err != nil || !ended || len(got) != n {
+			t.Fatalf("%s: read %d frames, ended %v, %v; want %d, ended", id, len(got), ended, err, n)
+		}
+		for i, f := range got {
+			if f.Event != want[i] || f.Seq != int64(i) {
+				t.Errorf("%s: frame %d is %d %p, want %d %p", id, i, f.Seq, f.Event, i, want[i])
+			}
+		}
+		if _, err := log.Append(ctx, id, runs.Frame{Event: want[0]}); !errors.Is(err, runs.ErrEnded) {
+			t.Errorf("%s: an append after the end: %v, want ErrEnded", id, err)
 		}
 	}
 }

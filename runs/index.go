@@ -57,7 +57,7 @@ func (r *Registry) cancelHere(req CancelRequest) {
 			doomed = append(doomed, run)
 		}
 	} else {
-		for run := range r.live {
+		for run := r.live; run != nil; run = run.next {
 			in := run.Info()
 			if in.App == req.App && in.User == req.User && in.Session == req.Session && run.ahead(req.Before) {
 				doomed = append(doomed, run)

@@ -115,11 +115,17 @@ type Registry struct {
 
 	mu      sync.Mutex
 	closing bool
-	// live holds every run not yet finished, named or not; byID every run
-	// with an id, live or kept after its end.
-	live  map[*Run]struct{}
+	// live lists every run not yet finished, named or not (linked through
+	// Run.prev and Run.next; nLive of them); byID holds every run with an
+	// id, live or kept after its end.
+	live  *Run
+	nLive int
 	byID  map[string]*Run
-	ended []*Run // kept runs in the order they ended
+	ended []keptRun // kept runs in the order they ended
+	// fresh and ender are Log as a FreshOpener and as an IndexEnder, when
+	// it is one.
+	fresh FreshOpener
+	ender IndexEnder
 	// stopListening ends the listener of the index's cancels, which
 	// closes listening when it returned.
 	stopListening context.CancelFunc
@@ -134,7 +140,9 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Registry{cfg: cfg, live: map[*Run]struct{}{}, byID: map[string]*Run{}}
+	r := &Registry{cfg: cfg, byID: map[string]*Run{}}
+	r.fresh, _ = cfg.Log.(FreshOpener)
+	r.ender, _ = cfg.Log.(IndexEnder)
 	if cfg.Index != nil {
 		var ctx context.Context
 		ctx, r.stopListening = context.WithCancel(context.Background())
@@ -167,8 +175,15 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	run.cancel = cancel
-	r.live[run] = struct{}{}
+	if run.next = r.live; run.next != nil {
+		run.next.prev = run
+	}
+	r.live = run
+	r.nLive++
 	r.mu.Unlock()
+	if spec.ID == "" {
+		return run, runCtx, nil
+	}
 	if err := r.openLog(ctx, spec.ID, false); err != nil {
 		run.Finish(ctx, err)
 		return nil, nil, err
@@ -180,11 +195,11 @@ func (r *Registry) Start(ctx context.Context, spec Spec) (*Run, context.Context,
 // openLog starts the log of a run that got its id; fresh: an id just
 // made (see FreshOpener).
 func (r *Registry) openLog(ctx context.Context, id string, fresh bool) error {
-	if r.cfg.Log == nil || id == "" {
+	switch {
+	case r.cfg.Log == nil:
 		return nil
-	}
-	if o, ok := r.cfg.Log.(FreshOpener); ok && fresh {
-		o.OpenFresh(id)
+	case fresh && r.fresh != nil:
+		r.fresh.OpenFresh(id)
 		return nil
 	}
 	return r.cfg.Log.Open(ctx, id)
@@ -312,8 +327,8 @@ func (r *Registry) Wait(ctx context.Context) error {
 func (r *Registry) liveRuns() []*Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	live := make([]*Run, 0, len(r.live))
-	for run := range r.live {
+	live := make([]*Run, 0, r.nLive)
+	for run := r.live; run != nil; run = run.next {
 		live = append(live, run)
 	}
 	return live
@@ -323,15 +338,31 @@ func (r *Registry) liveRuns() []*Run {
 func (r *Registry) Live() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.live)
+	return r.nLive
 }
 
-// finished moves run, which ended at now, from the live runs to the kept
-// ones (or forgets it).
-func (r *Registry) finished(run *Run, id string, now time.Time) {
+// keptRun is a run kept after its end in Registry.ended, until expires
+// (its end and its retention).
+type keptRun struct {
+	run     *Run
+	expires time.Time
+}
+
+// finished moves run, named id (empty when it is not), from the live runs
+// to the kept ones (or forgets it): it ended at ended, and finished at
+// now.
+func (r *Registry) finished(run *Run, id string, ended, now time.Time) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.live, run)
+	if run.prev != nil {
+		run.prev.next = run.next
+	} else {
+		r.live = run.next
+	}
+	if run.next != nil {
+		run.next.prev = run.prev
+	}
+	run.prev, run.next = nil, nil
+	r.nLive--
 	switch {
 	case id == "":
 	case run.retention <= 0 || run.unreachable:
@@ -339,9 +370,10 @@ func (r *Registry) finished(run *Run, id string, now time.Time) {
 			delete(r.byID, id)
 		}
 	default:
-		r.ended = append(r.ended, run)
+		r.ended = append(r.ended, keptRun{run: run, expires: ended.Add(run.retention)})
 	}
 	r.sweepLocked(now)
+	r.mu.Unlock()
 }
 
 // sweepLocked forgets kept runs past their retention at now, and the
@@ -349,14 +381,14 @@ func (r *Registry) finished(run *Run, id string, now time.Time) {
 func (r *Registry) sweepLocked(now time.Time) {
 	n := 0
 	for n < len(r.ended) {
-		run := r.ended[n]
-		if len(r.ended)-n <= r.cfg.MaxEnded && now.Sub(run.endedAt()) <= run.retention {
+		k := r.ended[n]
+		if len(r.ended)-n <= r.cfg.MaxEnded && !now.After(k.expires) {
 			break
 		}
-		if id := run.id(); r.byID[id] == run {
+		if id := k.run.id(); r.byID[id] == k.run {
 			delete(r.byID, id)
 		}
-		r.ended[n] = nil
+		r.ended[n] = keptRun{}
 		n++
 	}
 	if n > 0 {
@@ -370,7 +402,10 @@ func endedCancel(error) {}
 
 // Run is one registered run. Its methods may be called from any goroutine.
 type Run struct {
-	reg         *Registry
+	reg *Registry
+	// prev and next link the registry's live runs (Registry.live), under
+	// its lock.
+	prev, next  *Run
 	retention   time.Duration
 	unreachable bool
 	value       any
@@ -404,14 +439,9 @@ func (run *Run) ID() string { return run.id() }
 
 func (run *Run) id() string {
 	run.mu.Lock()
-	defer run.mu.Unlock()
-	return run.info.ID
-}
-
-func (run *Run) endedAt() time.Time {
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	return run.info.Ended
+	id := run.info.ID
+	run.mu.Unlock()
+	return id
 }
 
 // Info returns what is known of the run now.
@@ -434,24 +464,28 @@ func (run *Run) SetID(ctx context.Context, id string) error { return run.setID(c
 func (run *Run) SetNewID(ctx context.Context, id string) error { return run.setID(ctx, id, true) }
 
 func (run *Run) setID(ctx context.Context, id string, fresh bool) error {
-	run.mu.Lock()
-	if run.info.ID != "" || id == "" {
-		run.mu.Unlock()
+	if id == "" {
 		return nil
 	}
-	run.mu.Unlock()
 	r := run.reg
 	r.mu.Lock()
-	r.byID[id] = run
 	run.mu.Lock()
-	run.info.ID = id
+	named := run.info.ID != ""
+	if !named {
+		run.info.ID = id
+	}
 	run.mu.Unlock()
+	if named {
+		r.mu.Unlock()
+		return nil
+	}
+	r.byID[id] = run
 	r.mu.Unlock()
-	if err := r.openLog(ctx, id, fresh); err != nil {
-		return err
+	if err := r.openLog(ctx, id, fresh); err != nil || r.cfg.Index == nil {
+		return err // without an index there is nothing to put
 	}
 	run.mu.Lock()
-	late := run.putDelay > 0 && r.cfg.Index != nil
+	late := run.putDelay > 0
 	if late && !run.over {
 		run.putTimer = time.AfterFunc(run.putDelay, run.putLate)
 	}
@@ -470,8 +504,8 @@ func (run *Run) setID(ctx context.Context, id string, fresh bool) error {
 // Call it before the run is named.
 func (run *Run) PutLater(d time.Duration) {
 	run.mu.Lock()
-	defer run.mu.Unlock()
 	run.putDelay = d
+	run.mu.Unlock()
 }
 
 // putLate is the put PutLater scheduled, unless the run has ended
@@ -598,30 +632,30 @@ func (run *Run) Finish(ctx context.Context, err error) {
 		run.err = err
 		run.info.Updated, run.info.Ended = now, now
 	}
-	id, written := run.info.ID, run.written
-	cancel := run.cancel
+	id, written, ended := run.info.ID, run.written, run.info.Ended
+	cancel, late := run.cancel, run.putTimer
 	// The cancel function is not kept with the ended run: it holds the
 	// run's context, and with it whatever the context it was started
 	// under holds (its request's values), for as long as the run is
-	// kept for its retention.
-	run.cancel = endedCancel
+	// kept for its retention. Nor is the late put.
+	run.cancel, run.putTimer = endedCancel, nil
 	run.mu.Unlock()
 	cancel(nil)
-	run.stopLatePut()
+	run.stopLatePut(late)
 	// The index says it ended before the log does (or in the same
 	// step): whoever waits for the log's end reads the final status.
-	log, idx := run.reg.cfg.Log, run.reg.cfg.Index
-	switch e, ok := log.(IndexEnder); {
-	case written:
-	case ok && idx != nil && id != "":
-		_ = e.PutEnd(ctx, idx, run.Info(), run.retention)
+	r := run.reg
+	switch idx := r.cfg.Index; {
+	case written || id == "":
+	case r.ender != nil && idx != nil:
+		_ = r.ender.PutEnd(ctx, idx, run.Info(), run.retention)
 	default:
 		run.put(ctx)
-		if log != nil && id != "" {
-			_ = log.End(ctx, id)
+		if r.cfg.Log != nil {
+			_ = r.cfg.Log.End(ctx, id)
 		}
 	}
-	run.reg.finished(run, id, now)
+	r.finished(run, id, ended, now)
 	// Done closes last: whoever waits on it sees the log ended and the
 	// registry no longer counting the run as live.
 	run.mu.Lock()
@@ -632,15 +666,12 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.mu.Unlock()
 }
 
-// stopLatePut stops the put PutLater scheduled, once the run's end is
-// decided (its status final, or its end about to be written): one under
-// way lands first, so that the index never goes back from the end to
-// running (putLate puts nothing once the run is over).
-func (run *Run) stopLatePut() {
-	run.mu.Lock()
-	late := run.putTimer
-	run.putTimer = nil // not kept with the ended run
-	run.mu.Unlock()
+// stopLatePut stops late, the put PutLater scheduled (taken from
+// run.putTimer, which is not kept with the ended run), once the run's end
+// is decided (its status final, or its end about to be written): one
+// under way lands first, so that the index never goes back from the end
+// to running (putLate puts nothing once the run is over).
+func (run *Run) stopLatePut(late *time.Timer) {
 	if late != nil && !late.Stop() {
 		run.putMu.Lock() // the late put, under way, lands first
 		run.putMu.Unlock()
@@ -677,10 +708,10 @@ func (run *Run) Ending() *Ending {
 		run.mu.Unlock()
 		return nil
 	}
-	in := run.info
-	run.endTaken = true
+	in, late := run.info, run.putTimer
+	run.endTaken, run.putTimer = true, nil
 	run.mu.Unlock()
-	run.stopLatePut()
+	run.stopLatePut(late)
 	in.Status, in.Updated, in.Ended = StatusCompleted, now, now
 	return &Ending{Info: in, Retention: run.retention, run: run}
 }
