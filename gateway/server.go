@@ -395,9 +395,6 @@ func (s *Server) begin(c *gin.Context) *requestState {
 	}
 	ctx, rq.set = agentcore.WithLogAttrSet(ctx)
 	rq.set.Add(slog.String("request_id", id))
-	rq.req = *r.WithContext(ctx)
-	r = &rq.req
-	c.Request = r
 	// The header's key as net/http writes it (canonical already): what
 	// c.Header does, without checking the key's form on every request.
 	rq.idHeader[0] = id
@@ -405,7 +402,12 @@ func (s *Server) begin(c *gin.Context) *requestState {
 	rq.w = requestWriter{ResponseWriter: c.Writer, conn: connOf(c.Writer), timeout: s.cfg.WriteTimeout,
 		c: c, m: s.cfg.Metrics, start: now}
 	c.Writer = &rq.w
+	// The body is wrapped in the request net/http gave (its response
+	// looks at that request's body once the handler writes), then the
+	// copy is made.
 	s.limitBody(r, rq, now)
+	rq.req = *r.WithContext(ctx)
+	c.Request = &rq.req
 	return rq
 }
 
