@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentgate/agentgate/internal/jsonenc"
 )
@@ -57,39 +59,37 @@ func (l *accessLine) write(w io.Writer, attrs []slog.Attr) bool {
 // append appends the line as slog's JSONHandler writes it, or reports
 // that it cannot.
 func (l *accessLine) append(b []byte, attrs []slog.Attr) ([]byte, bool) {
-	if y := l.time.Year(); y < 0 || y >= 10000 {
+	b = append(b, `{"time":"`...)
+	b, ok := appendTime(b, l.time)
+	if !ok {
 		return b, false // slog writes an error in its place
 	}
-	b = append(b, `{"time":"`...)
-	b = l.time.Round(0).AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"INFO","msg":"request","method":`...)
-	if !slogSafe(l.method) {
+	if b, ok = appendSlogString(b, l.method); !ok {
 		return b, false
 	}
-	b = jsonenc.AppendStringNoHTML(b, l.method)
 	b = append(b, `,"route":`...)
-	if !slogSafe(l.route) {
+	if b, ok = appendSlogString(b, l.route); !ok {
 		return b, false
 	}
-	b = jsonenc.AppendStringNoHTML(b, l.route)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(l.status), 10)
 	b = append(b, `,"duration_ms":`...)
 	b = appendMillis(b, l.ms)
 	for _, a := range attrs {
-		if a.Key == "" || !slogSafe(a.Key) {
+		if a.Key == "" {
 			return b, false
 		}
 		b = append(b, ',')
-		b = jsonenc.AppendStringNoHTML(b, a.Key)
+		if b, ok = appendSlogString(b, a.Key); !ok {
+			return b, false
+		}
 		b = append(b, ':')
 		switch v := a.Value; v.Kind() {
 		case slog.KindString:
-			s := v.String()
-			if !slogSafe(s) {
+			if b, ok = appendSlogString(b, v.String()); !ok {
 				return b, false
 			}
-			b = jsonenc.AppendStringNoHTML(b, s)
 		case slog.KindInt64:
 			b = strconv.AppendInt(b, v.Int64(), 10)
 		case slog.KindUint64:
@@ -104,6 +104,56 @@ func (l *accessLine) append(b []byte, attrs []slog.Attr) ([]byte, bool) {
 	}
 	return append(b, "}\n"...), true
 }
+
+// appendTime appends t as time.RFC3339Nano formats it, when its year has
+// four digits (else it reports that it cannot): the date, the time to the
+// second and the zone from lastSecond, formatted once a second, and the
+// fraction of the second.
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	sec, loc := t.Unix(), t.Location()
+	st := lastSecond.Load()
+	if st == nil || st.unix != sec || st.loc != loc {
+		st = &secondStamp{unix: sec, loc: loc}
+		// Formatted as the line's times are; t's own, less its fraction.
+		st.text = t.Truncate(time.Second).Round(0).AppendFormat(nil, time.RFC3339)
+		y := t.Year()
+		st.ok = y >= 0 && y < 10000 && len(st.text) > len("2006-01-02T15:04:05")
+		lastSecond.Store(st)
+	}
+	if !st.ok {
+		return b, false
+	}
+	const date = len("2006-01-02T15:04:05")
+	b = append(b, st.text[:date]...)
+	if ns := t.Nanosecond(); ns != 0 { // RFC3339Nano: 9 digits, less trailing zeros
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, st.text[date:]...), true
+}
+
+// secondStamp is one second of a location as time.RFC3339 formats it
+// (text: the date and time, then the zone), and whether its year has four
+// digits.
+type secondStamp struct {
+	unix int64
+	loc  *time.Location
+	text []byte
+	ok   bool
+}
+
+// lastSecond is the second of the last access line; requests that end in
+// the same second share it.
+var lastSecond atomic.Pointer[secondStamp]
 
 // appendMillis appends ms as jsonenc.AppendFloat does. A whole number of
 // microseconds in milliseconds, as logRequest measures a request, is
@@ -127,6 +177,25 @@ func appendMillis(b []byte, ms float64) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// appendSlogString appends s as a JSON string as slog's JSONHandler writes
+// it, or reports that it cannot. A string of printable ASCII bytes but
+// the quote and the backslash, as the line's are (ids, names, routes),
+// is written as it is, in one pass; another through jsonenc, when it
+// writes it as slog does.
+func appendSlogString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			if !slogSafe(s) {
+				return b, false
+			}
+			return jsonenc.AppendStringNoHTML(b, s), true
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
 }
 
 // slogSafe reports whether jsonenc writes s as slog's JSONHandler does:

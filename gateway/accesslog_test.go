@@ -45,7 +45,7 @@ func checkAccessLine(t testing.TB, l accessLine, attrs []slog.Attr) {
 }
 
 var oddStrings = []string{"", "plain", "req_0123456789abcdef01234567", "with space", `quote"d`, `back\slash`,
-	"<html>&amp;", "tab\tnew\nline\rcr", "\x00\x01\x1f\x7f", "\b", "\f", "é ü 漢字 🙂", "\u2028\u2029",
+	"<html>&amp;", "tab\tnew\nline\rcr", "\x00\x01\x1f\x7f", "del\x7f ~", "\b", "\f", "é ü 漢字 🙂", "\u2028\u2029",
 	"bad \xff utf8 \xc3", "/v1/chat/completions", "/v1/responses/:id", strings.Repeat("x", 200)}
 
 func TestAccessLineAsSlogWritesIt(t *testing.T) {

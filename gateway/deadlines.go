@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/agentgate/agentgate/gateway/metrics"
 )
 
 // Request limits: the body's size (MaxBodyBytes) and how long it may take
@@ -40,39 +42,51 @@ import (
 // BodyReadTimeout.
 var errBodyTimeout = errors.New("gateway: the request body did not arrive in time")
 
-// deadlines bounds the request body's arrival time and size
-// (MaxBodyBytes) and the response's write time.
-func (s *Server) deadlines(c *gin.Context) {
-	d := &requestDeadlines{w: deadlineWriter{ResponseWriter: c.Writer, timeout: s.cfg.WriteTimeout}}
-	c.Writer = &d.w
-	if r := c.Request; r.Body != nil {
-		if r.Body != http.NoBody && r.ContentLength != 0 {
-			_ = http.NewResponseController(d.w.ResponseWriter).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-			d.body = timedBody{ReadCloser: r.Body, w: c.Writer}
-			r.Body = &d.body
-		}
-		r.Body = http.MaxBytesReader(c.Writer, r.Body, s.cfg.MaxBodyBytes)
-	}
-	if s.cfg.Metrics != nil {
-		s.instrument(c, &d.m)
-		return
-	}
-	c.Next()
+// connDeadlines is what http.ResponseController sets a connection's
+// deadlines through: net/http's response writers (HTTP/1 and HTTP/2) take
+// both themselves.
+type connDeadlines interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
 }
 
-// requestDeadlines is a request's writer and body, and its metered writer
-// (see instrument) when the server has metrics, in one allocation.
-type requestDeadlines struct {
-	w    deadlineWriter
-	body timedBody
-	m    meteredWriter
+// connOf is the writer under w (gin's) that takes the connection's
+// deadlines itself, found once for the request: what
+// http.ResponseController would find behind w for each deadline, walking
+// the writers' Unwrap chain with a type assertion or two per writer, on
+// every call. It is nil when the controller would not find both at once
+// beneath w (a writer that takes neither, or only one), and the
+// controller is asked then, as before.
+func connOf(w http.ResponseWriter) connDeadlines {
+	switch u := w.(type) {
+	case interface{ SetReadDeadline(time.Time) error }, interface{ SetWriteDeadline(time.Time) error }:
+		return nil // w takes one itself: the controller's way
+	case interface{ Unwrap() http.ResponseWriter }:
+		conn, _ := u.Unwrap().(connDeadlines)
+		return conn
+	}
+	return nil
+}
+
+// limitBody bounds the arrival time (BodyReadTimeout, from now) and the
+// size (MaxBodyBytes) of r's body, through rq's writer.
+func (s *Server) limitBody(r *http.Request, rq *requestState, now time.Time) {
+	if r.Body == nil {
+		return
+	}
+	if r.Body != http.NoBody && r.ContentLength != 0 {
+		_ = rq.w.setReadDeadline(now.Add(s.cfg.BodyReadTimeout))
+		rq.body = timedBody{ReadCloser: r.Body, w: &rq.w}
+		r.Body = &rq.body
+	}
+	r.Body = http.MaxBytesReader(&rq.w, r.Body, s.cfg.MaxBodyBytes)
 }
 
 // timedBody clears the connection's read deadline once the body has been
 // read to its end, and reports a deadline that passed as errBodyTimeout.
 type timedBody struct {
 	io.ReadCloser
-	w    http.ResponseWriter // the controller is made when needed: one allocation less per request
+	w    *requestWriter
 	done bool
 }
 
@@ -83,43 +97,72 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, errBodyTimeout
 		}
-		_ = http.NewResponseController(b.w).SetReadDeadline(time.Time{})
+		_ = b.w.setReadDeadline(time.Time{})
 	}
 	return n, err
 }
 
-// deadlineWriter sets the connection's write deadline when the response
-// starts being written, unless the handler set one of its own.
-type deadlineWriter struct {
+// requestWriter is a request's response writer (see serveRequest): it
+// sets the connection's write deadline when the response starts being
+// written, unless the handler set one of its own, and, when the server has
+// metrics, watches the response for them (see observe.go).
+type requestWriter struct {
 	gin.ResponseWriter
+	// conn takes the connection's deadlines (see connOf); nil: through
+	// http.ResponseController over ResponseWriter.
+	conn    connDeadlines
 	timeout time.Duration
-	set     bool // a deadline is set: by the first write, or by the handler
+	set     bool // a write deadline is set: by the first write, or by the handler
+
+	// What the metrics watch (m not nil).
+	c       *gin.Context
+	m       *metrics.Metrics
+	start   time.Time // when the request arrived
+	model   string    // the virtual model, once noteModel knows it
+	stream  bool
+	firstAt bool
 }
 
-func (w *deadlineWriter) start() {
+func (w *requestWriter) setReadDeadline(t time.Time) error {
+	if w.conn != nil {
+		return w.conn.SetReadDeadline(t)
+	}
+	return http.NewResponseController(w.ResponseWriter).SetReadDeadline(t)
+}
+
+func (w *requestWriter) setWriteDeadline(t time.Time) error {
+	if w.conn != nil {
+		return w.conn.SetWriteDeadline(t)
+	}
+	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
+}
+
+func (w *requestWriter) startWrite() {
 	if !w.set {
 		w.set = true
-		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.timeout))
+		_ = w.setWriteDeadline(time.Now().Add(w.timeout))
 	}
 }
 
-func (w *deadlineWriter) Write(b []byte) (int, error) {
-	w.start()
+func (w *requestWriter) Write(b []byte) (int, error) {
+	w.frame(len(b) > 0 && b[0] != ':')
+	w.startWrite()
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *deadlineWriter) WriteString(s string) (int, error) {
-	w.start()
+func (w *requestWriter) WriteString(s string) (int, error) {
+	w.frame(len(s) > 0 && s[0] != ':')
+	w.startWrite()
 	return w.ResponseWriter.WriteString(s)
 }
 
-func (w *deadlineWriter) WriteHeaderNow() {
-	w.start()
+func (w *requestWriter) WriteHeaderNow() {
+	w.startWrite()
 	w.ResponseWriter.WriteHeaderNow()
 }
 
-func (w *deadlineWriter) Flush() {
-	w.start()
+func (w *requestWriter) Flush() {
+	w.startWrite()
 	w.ResponseWriter.Flush()
 }
 
@@ -127,14 +170,14 @@ func (w *deadlineWriter) Flush() {
 // finds it); the zero time means none, as an event stream wants, and is
 // what the connection has already when no deadline was set yet (a request
 // starts with none).
-func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
+func (w *requestWriter) SetWriteDeadline(t time.Time) error {
 	first := !w.set
 	w.set = true
 	if t.IsZero() && first {
 		return nil
 	}
-	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
+	return w.setWriteDeadline(t)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
-func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *requestWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

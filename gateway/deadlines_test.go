@@ -250,3 +250,19 @@ func TestNoDeadlineCarriesOverAConnection(t *testing.T) {
 		t.Errorf("second answer: status %d err %v body %s", resp.StatusCode, err, b)
 	}
 }
+
+// TestBodyLimitsWrapTheServersRequest checks that the body's limits wrap
+// the body of the request net/http gave the handler, not only of the
+// gateway's copy: net/http's response looks at that request's body when
+// the answer is written (whether to read what is left of it, or close the
+// connection), and has done so through the gateway's wrapper.
+func TestBodyLimitsWrapTheServersRequest(t *testing.T) {
+	f := newFixture(t, nil)
+	body := io.NopCloser(strings.NewReader(`{"model":"fake","messages":[{"role":"user","content":"hi"}]}`))
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req.Body, req.ContentLength = body, -1
+	f.gw.ServeHTTP(httptest.NewRecorder(), req)
+	if req.Body == body {
+		t.Fatal("the server's request kept its own body")
+	}
+}

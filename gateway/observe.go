@@ -9,77 +9,52 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentgate/agentgate/agentcore"
-	"github.com/agentgate/agentgate/gateway/metrics"
 )
 
 // Observability glue: the metrics middleware, the writer that spots event
 // streams and their first frame, and the per-request log attributes.
 
-// instrument records every request: count and latency by route template
-// and status class; for event streams also the open-stream gauge and the
-// time to the first event frame, through w, the request's (see
-// deadlines, which calls it). It runs before the other middleware, so it
-// sees the status the recovery middleware writes.
-func (s *Server) instrument(c *gin.Context, w *meteredWriter) {
-	*w = meteredWriter{ResponseWriter: c.Writer, c: c, m: s.cfg.Metrics, start: time.Now()}
-	c.Writer = w
-	defer func() {
-		c.Writer = w.ResponseWriter
-		if w.stream {
-			w.m.StreamClosed(c.FullPath())
+// The metrics of a request (see serveRequest, which calls observe once
+// the handler returned, also after a panic, so that they see the status the
+// recovery wrote): count and latency by route template and status class;
+// for event streams also the open-stream gauge and the time to the first
+// event frame, which the request's writer watches (requestWriter, when
+// the server has metrics): an event stream is one whose status goes out
+// with Content-Type text/event-stream; its first frame is the first write
+// that is not a comment (keepalive).
+
+// observe records the request's metrics at now.
+func (w *requestWriter) observe(c *gin.Context, now time.Time) {
+	if w.stream {
+		w.m.StreamClosed(c.FullPath())
+	}
+	w.m.ObserveRequest(c.Request.Method, c.FullPath(), w.Status(), now.Sub(w.start))
+}
+
+func (w *requestWriter) WriteHeader(code int) {
+	// h["Content-Type"] is h.Get("Content-Type"): the key is canonical.
+	if w.m != nil && !w.stream && code == http.StatusOK {
+		if ct := w.Header()["Content-Type"]; len(ct) > 0 && ct[0] == "text/event-stream" {
+			w.stream = true
+			w.m.StreamOpened(w.c.FullPath())
 		}
-		s.cfg.Metrics.ObserveRequest(c.Request.Method, c.FullPath(), w.Status(), time.Since(w.start))
-	}()
-	c.Next()
-}
-
-// meteredWriter watches a response: an event stream is one whose status
-// goes out with Content-Type text/event-stream; its first frame is the
-// first write that is not a comment (keepalive).
-type meteredWriter struct {
-	gin.ResponseWriter
-	c       *gin.Context
-	m       *metrics.Metrics
-	start   time.Time
-	model   string // the virtual model, once noteModel knows it
-	stream  bool
-	firstAt bool
-}
-
-func (w *meteredWriter) WriteHeader(code int) {
-	if !w.stream && code == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream" {
-		w.stream = true
-		w.m.StreamOpened(w.c.FullPath())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *meteredWriter) Write(b []byte) (int, error) {
-	w.frame(len(b) > 0 && b[0] != ':')
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *meteredWriter) WriteString(s string) (int, error) {
-	w.frame(len(s) > 0 && s[0] != ':')
-	return w.ResponseWriter.WriteString(s)
-}
-
-func (w *meteredWriter) frame(isEvent bool) {
+func (w *requestWriter) frame(isEvent bool) {
 	if w.stream && !w.firstAt && isEvent {
 		w.firstAt = true
 		w.m.ObserveFirstToken(w.c.FullPath(), w.model, time.Since(w.start))
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection.
-func (w *meteredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // noteModel records the virtual model a request addresses, for the metrics
-// (time to first token by model, when instrument watches the response) and
+// (time to first token by model, when the request's writer watches the response) and
 // the request's log records. It keeps it out of gin's Keys, a map made for
 // the first key set.
 func noteModel(c *gin.Context, id string) {
-	if w, ok := c.Writer.(*meteredWriter); ok {
+	if w, ok := c.Writer.(*requestWriter); ok {
 		w.model = id
 	}
 	annotate(c, slog.String("model", id))

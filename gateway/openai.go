@@ -614,7 +614,7 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		ca.fail(nil, err)
 		return
 	}
-	if ca.turn.echoSession { // never empty; the key canonical already (see tagRequest)
+	if ca.turn.echoSession { // never empty; the key canonical already (see begin)
 		c.Writer.Header()["X-Session-Id"] = []string{ca.turn.sessionID}
 	}
 	comp := ca.enc.Completion(run.Usage())

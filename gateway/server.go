@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -258,12 +259,11 @@ func New(cfg Config) (*Server, error) {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
-	// deadlines wraps the writer and bounds the body, then instrument does
-	// (when there are metrics, called by deadlines: its writer in the same
-	// allocation): noteModel finds the metered writer on the context. The
-	// CORS and authentication layers are there only when configured: a
-	// layer costs every request a call, whatever it does.
-	layers := []gin.HandlerFunc{s.deadlines, s.serveRequest}
+	// serveRequest begins and ends every request: its id and context,
+	// writer (deadlines, metrics), body limits, panic recovery, access log
+	// and metrics. The CORS and authentication layers are there only when
+	// configured: a layer costs every request a call, whatever it does.
+	layers := []gin.HandlerFunc{s.serveRequest}
 	if len(cfg.CORSOrigins) > 0 {
 		layers = append(layers, s.cors)
 	}
@@ -330,60 +330,140 @@ func (s *Server) readyz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// serveRequest tags the request (tagRequest), turns a handler's panic
-// into a 500 in the surface's format (recovered) and writes the request's
-// access log line (logRequest): one layer, in that order.
+// serveRequest is the first layer of every request, all the gateway does
+// around its handler in one: begin gives the request its id, its context,
+// its writer (deadlines, metrics) and its body's limits; end turns a
+// handler's panic into a 500 in the surface's format (recovered), writes
+// the request's access log line (logRequest) and records its metrics.
 //
 // This middleware and the others keep their work in functions of their own
 // and only call c.Next themselves: the frame of a function that calls
 // c.Next stays on the request goroutine's stack under the handler, for a
 // stream as long as it is open (see docs/benchmarks-memory.md).
 func (s *Server) serveRequest(c *gin.Context) {
-	s.tagRequest(c)
-	defer s.recovered(c)
-	start := time.Now()
+	rq := s.begin(c)
+	defer s.end(c, rq)
 	c.Next()
-	s.logRequest(c, start)
 }
 
-// tagRequest reads or assigns x-request-id and echoes it, and with
-// telemetry continues the caller's trace: the W3C traceparent (and
-// tracestate, baggage) of every request on every surface goes into the
-// request's context, where the turn's spans find their parent.
+// requestState is what serveRequest keeps of a request, in one
+// allocation: its writer, its body's wrapper, its copy of the request
+// (with the request's context), its log attribute set, and the bytes of
+// the id it was given.
+type requestState struct {
+	w    requestWriter
+	body timedBody
+	req  http.Request
+	set  *agentcore.LogAttrSet
+	// id holds a request id made here ("req_" and 24 hex digits), written
+	// once before its string is made and never after; idHeader is the
+	// X-Request-Id header's value.
+	id       [4 + 2*requestIDBytes]byte
+	idHeader [1]string
+}
+
+// requestIDBytes is how many random bytes a request id the gateway makes
+// holds.
+const requestIDBytes = 12
+
+// begin begins a request: it reads or assigns x-request-id and echoes it;
+// with telemetry continues the caller's trace (the W3C traceparent, and
+// tracestate, baggage, of every request on every surface goes into the
+// request's context, where the turn's spans find their parent); bounds the
+// body's arrival time and size; and wraps the writer, which sets the
+// write deadline (see deadlines.go) and watches the response for the
+// metrics. The caller's trace and the request's log attributes go into one
+// copy of the request; the attributes live in one set, which annotate
+// adds to: one new context per request, not one per attribute.
 //
 //go:noinline
-func (s *Server) tagRequest(c *gin.Context) {
-	id := c.GetHeader("X-Request-Id")
+func (s *Server) begin(c *gin.Context) *requestState {
+	now := time.Now()
+	rq := new(requestState)
+	r := c.Request
+	id := ""
+	// What r.Header.Get does with its key canonical already.
+	if v := r.Header["X-Request-Id"]; len(v) > 0 {
+		id = v[0]
+	}
 	if id == "" || len(id) > 128 {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = "req_" + hex.EncodeToString(b[:])
+		id = rq.newID()
 	}
-	// The caller's trace and the request's log attributes go into one
-	// copy of the request; the attributes live in one set, which annotate
-	// adds to: one new context per request, not one per attribute.
-	ctx := c.Request.Context()
+	ctx := r.Context()
 	if s.cfg.Telemetry != nil {
-		ctx = s.cfg.Telemetry.Extract(ctx, c.Request.Header)
+		ctx = s.cfg.Telemetry.Extract(ctx, r.Header)
 	}
-	ctx, set := agentcore.WithLogAttrSet(ctx)
-	set.Add(slog.String("request_id", id))
-	c.Request = c.Request.WithContext(ctx)
+	ctx, rq.set = agentcore.WithLogAttrSet(ctx)
+	rq.set.Add(slog.String("request_id", id))
 	// The header's key as net/http writes it (canonical already): what
 	// c.Header does, without checking the key's form on every request.
-	c.Writer.Header()["X-Request-Id"] = []string{id}
+	rq.idHeader[0] = id
+	c.Writer.Header()["X-Request-Id"] = rq.idHeader[:]
+	rq.w = requestWriter{ResponseWriter: c.Writer, conn: connOf(c.Writer), timeout: s.cfg.WriteTimeout,
+		c: c, m: s.cfg.Metrics, start: now}
+	c.Writer = &rq.w
+	// The body is wrapped in the request net/http gave (its response
+	// looks at that request's body once the handler writes), then the
+	// copy is made.
+	s.limitBody(r, rq, now)
+	rq.req = *r.WithContext(ctx)
+	c.Request = &rq.req
+	return rq
 }
 
-// recovered, deferred, turns a handler panic into a 500 in the surface's
-// format (no access log line is written for it).
-func (s *Server) recovered(c *gin.Context) {
+// newID makes a new request id in rq.id, from random bytes crypto/rand
+// gave a batch at a time, each used once (see requestIDBatch): as random
+// and as unique as a read of crypto/rand each, which was a system call
+// (or the kernel's vDSO) on every request.
+func (rq *requestState) newID() string {
+	b := requestIDBatches.Get().(*requestIDBatch)
+	if b.next == len(b.b) {
+		_, _ = rand.Read(b.b[:]) // never fails (crypto/rand)
+		b.next = 0
+	}
+	copy(rq.id[:], "req_")
+	hex.Encode(rq.id[4:], b.b[b.next:b.next+requestIDBytes])
+	b.next += requestIDBytes
+	requestIDBatches.Put(b)
+	return unsafe.String(&rq.id[0], len(rq.id))
+}
+
+// requestIDBatch is random bytes from crypto/rand for request ids, used
+// from next on; a goroutine holds it between requestIDBatches.Get and Put,
+// so no two ids take the same bytes. 21 ids' worth: a read of at most
+// 256 bytes, which getrandom(2) never cuts short.
+type requestIDBatch struct {
+	b    [21 * requestIDBytes]byte
+	next int
+}
+
+var requestIDBatches = sync.Pool{New: func() any { return &requestIDBatch{next: 21 * requestIDBytes} }}
+
+// end, deferred by serveRequest, ends the request: a handler's panic
+// becomes a 500 (recovered; no access log line is written for it, and
+// http.ErrAbortHandler goes on up once the metrics recorded the request),
+// else the access log line is written; then the metrics record the
+// request.
+func (s *Server) end(c *gin.Context, rq *requestState) {
 	p := recover()
-	if p == nil {
-		return
+	now := time.Now()
+	switch {
+	case p == nil:
+		s.logRequest(c, rq, now)
+	case p != http.ErrAbortHandler:
+		s.recovered(c, p)
+	}
+	if rq.w.m != nil {
+		rq.w.observe(c, now)
 	}
 	if p == http.ErrAbortHandler {
 		panic(p)
 	}
+}
+
+// recovered turns p, a handler's panic, into a 500 in the surface's
+// format.
+func (s *Server) recovered(c *gin.Context, p any) {
 	s.log.ErrorContext(c.Request.Context(), "handler panic", "panic", fmt.Sprint(p))
 	if c.Writer.Written() {
 		c.Abort()
@@ -398,23 +478,31 @@ func (s *Server) recovered(c *gin.Context) {
 	c.Abort()
 }
 
-// logRequest writes the request's access log line. The record goes
-// straight to the handler: Logger.LogAttrs would first
-// walk the stack for the caller's program counter (runtime.Callers, on
-// every request), which the access log, always written from here, does
-// not need.
+// logRequest writes the request's access log line, at now. The record
+// goes straight to the handler: Logger.LogAttrs would first walk the stack
+// for the caller's program counter (runtime.Callers, on every request),
+// which the access log, always written from here, does not need.
 //
 //go:noinline
-func (s *Server) logRequest(c *gin.Context, start time.Time) {
+func (s *Server) logRequest(c *gin.Context, rq *requestState, now time.Time) {
 	ctx, h := c.Request.Context(), s.log.Handler()
 	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	now := time.Now()
 	line := accessLine{time: now, method: c.Request.Method, route: c.FullPath(), status: c.Writer.Status(),
-		ms: float64(now.Sub(start).Microseconds()) / 1000}
-	if w := s.cfg.LogJSON; w != nil && line.write(w, agentcore.LogAttrs(ctx)) {
-		return
+		ms: float64(now.Sub(rq.w.start).Microseconds()) / 1000}
+	if w := s.cfg.LogJSON; w != nil {
+		// The request's context, while it is begin's, is its set's:
+		// agentcore.LogAttrs(ctx) without looking it up.
+		var attrs []slog.Attr
+		if c.Request == &rq.req {
+			attrs = rq.set.Attrs()
+		} else {
+			attrs = agentcore.LogAttrs(ctx)
+		}
+		if line.write(w, attrs) {
+			return
+		}
 	}
 	_ = h.Handle(ctx, line.record())
 }
