@@ -135,10 +135,12 @@ type memTree struct {
 }
 
 // memTop is a tree made for its top-level session, with room for the
-// session, in one allocation.
+// session and its first events (a chat turn's two: the user's message and
+// the answer), in one allocation.
 type memTop struct {
-	ms memSession
-	t  memTree
+	ms  memSession
+	t   memTree
+	evs [2]memEvent
 }
 
 // newTree returns an empty tree for root, with room for its top-level
@@ -148,6 +150,7 @@ func newTree(root memKey, k memKey) *memTree {
 		return &memTree{root: root}
 	}
 	top := &memTop{t: memTree{root: root}}
+	top.ms.events = top.evs[:0]
 	top.t.spare = &top.ms
 	return &top.t
 }

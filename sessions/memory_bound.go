@@ -122,7 +122,7 @@ func rootKey(k memKey) memKey {
 // plant adds a new session under k to its tree (t, when the caller
 // found it; nil: to be found), making the tree (and evicting the least
 // recently used ones beyond the bound) when it is new, and returns the
-// session, zero but for its tree; s.mu is held.
+// session, empty, with its tree set; s.mu is held.
 func (s *MemoryService) plant(k memKey, t *memTree) *memSession {
 	root := rootKey(k)
 	if t == nil {
