@@ -62,8 +62,9 @@ type MemoryService struct {
 	locker  MemoryLocker // the leases of Acquire
 
 	mu sync.Mutex
-	// sessions holds the sub-conversations; a top-level session is in its
-	// tree, so that a turn on one looks up one map.
+	// sessions holds the sub-conversations (made on first use); a
+	// top-level session is in its tree, so that a turn on one looks up one
+	// map.
 	sessions map[memKey]*memSession
 	trees    map[memKey]*memTree // by the root's key (id: the top-level session's)
 	lru      treeList            // most recently used first; pinned trees are out of it
@@ -175,7 +176,7 @@ var (
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
 	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL, max: max(cfg.MaxSessions, 0),
-		sessions: map[memKey]*memSession{}, trees: map[memKey]*memTree{}}
+		trees: map[memKey]*memTree{}}
 	s.maxRefs = s.max * RefsPerSession
 	if s.now == nil {
 		s.now = time.Now

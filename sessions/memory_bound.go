@@ -154,6 +154,9 @@ func (s *MemoryService) plant(k memKey, t *memTree) *memSession {
 		t.top = ms
 	} else {
 		t.ids = append(t.ids, k.id)
+		if s.sessions == nil {
+			s.sessions = map[memKey]*memSession{}
+		}
 		s.sessions[k] = ms
 	}
 	return ms
