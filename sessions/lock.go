@@ -237,12 +237,12 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 		return heldLock{}, err
 	}
 	k := memKey{app, user, sessionID}
-	var timeout <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
+	var timer *time.Timer // made when the session is first found busy
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
@@ -257,15 +257,18 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 			l.mu.Unlock()
 			return h, nil
 		}
-		if timeout == nil {
+		if wait <= 0 {
 			l.mu.Unlock()
 			return heldLock{}, busyError(sessionID)
 		}
 		changed := st.waitChan()
 		l.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
 		select {
 		case <-changed:
-		case <-timeout:
+		case <-timer.C:
 			return heldLock{}, busyError(sessionID)
 		case <-ctx.Done():
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
