@@ -238,13 +238,9 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 	}
 	k := memKey{app, user, sessionID}
 	var timer *time.Timer // made when the session is first found busy
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		if err := ctx.Err(); err != nil {
+			stopTimer(timer)
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
 		}
 		l.mu.Lock()
@@ -255,6 +251,7 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 		if !st.held && len(st.line) == 0 {
 			h := l.takeLocked(st)
 			l.mu.Unlock()
+			stopTimer(timer)
 			return h, nil
 		}
 		if wait <= 0 {
@@ -271,8 +268,16 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 		case <-timer.C:
 			return heldLock{}, busyError(sessionID)
 		case <-ctx.Done():
+			timer.Stop()
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
 		}
+	}
+}
+
+// stopTimer stops t, when there is one.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 

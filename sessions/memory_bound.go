@@ -89,8 +89,9 @@ func (s *MemoryService) pinned(k memKey, lease Lease) Lease {
 // pinTree pins the tree of k's session, taking s.mu, and returns it.
 func (s *MemoryService) pinTree(k memKey) *memTree {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pin(k)
+	t := s.pin(k)
+	s.mu.Unlock()
+	return t
 }
 
 // treePin is the pin of tree t that lease holds.
