@@ -189,6 +189,7 @@ type MemoryLocker struct {
 // memLock is one session's lease and line. It is dropped from its
 // locker once free with an empty line.
 type memLock struct {
+	k    memKey // the session's, while the entry is in its locker's map
 	held bool
 	gen  uint64 // counts the holders: a lease releases only its own hold
 	line []*memTicket
@@ -236,71 +237,90 @@ func (l *MemoryLocker) acquire(ctx context.Context, app, user, sessionID string,
 		return heldLock{}, err
 	}
 	k := memKey{app, user, sessionID}
-	var timeout <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
+	var timer *time.Timer // made when the session is first found busy
 	for {
 		if err := ctx.Err(); err != nil {
+			stopTimer(timer)
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, err)
 		}
 		l.mu.Lock()
 		st := l.locks[k]
-		if st == nil || (!st.held && len(st.line) == 0) {
-			h := l.takeLocked(k, st)
+		if st == nil {
+			st = l.addLocked(k)
+		}
+		if !st.held && len(st.line) == 0 {
+			h := l.takeLocked(st)
 			l.mu.Unlock()
+			stopTimer(timer)
 			return h, nil
 		}
-		if timeout == nil {
+		if wait <= 0 {
 			l.mu.Unlock()
 			return heldLock{}, busyError(sessionID)
 		}
 		changed := st.waitChan()
 		l.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
 		select {
 		case <-changed:
-		case <-timeout:
+		case <-timer.C:
 			return heldLock{}, busyError(sessionID)
 		case <-ctx.Done():
+			timer.Stop()
 			return heldLock{}, fmt.Errorf("sessions: waiting for session %s: %w", sessionID, ctx.Err())
 		}
 	}
 }
 
+// stopTimer stops t, when there is one.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // lockOf returns k's lease and line, made when missing; l.mu is held.
 func (l *MemoryLocker) lockOf(k memKey) *memLock {
-	st := l.locks[k]
-	if st == nil {
-		if l.locks == nil {
-			l.locks = map[memKey]*memLock{}
-		}
-		if st = l.spare; st != nil {
-			l.spare = nil // free, with no line and no channel; gen goes on
-		} else {
-			st = &memLock{}
-		}
-		l.locks[k] = st
+	if st := l.locks[k]; st != nil {
+		return st
 	}
+	return l.addLocked(k)
+}
+
+// addLocked makes k's entry, free with no line, where k has none; l.mu is
+// held.
+func (l *MemoryLocker) addLocked(k memKey) *memLock {
+	if l.locks == nil {
+		l.locks = map[memKey]*memLock{}
+	}
+	st := l.spare
+	if st != nil {
+		l.spare = nil // free, with no line and no channel; gen goes on
+	} else {
+		st = &memLock{}
+	}
+	st.k = k
+	l.locks[k] = st
 	return st
 }
 
-// takeLocked gives the free lease of k (st, nil when k has no entry) to a
-// new holder, whose hold it returns; l.mu is held.
-func (l *MemoryLocker) takeLocked(k memKey, st *memLock) heldLock {
-	if st == nil {
-		st = l.lockOf(k)
-	}
+// takeLocked gives the free lease of st to a new holder, whose hold it
+// returns; l.mu is held.
+func (l *MemoryLocker) takeLocked(st *memLock) heldLock {
 	st.held = true
 	st.gen++
-	return heldLock{l: l, k: k, gen: st.gen}
+	return heldLock{l: l, st: st, gen: st.gen}
 }
 
-// heldLock is k's lock in l as one holder took it: generation gen.
+// heldLock is the lock st of l as one holder took it: generation gen.
+// While st is held by generation gen it is its session's entry in l.locks
+// (an entry leaves the map only when free, and a reused one counts on
+// from its gen), so that a release needs no lookup.
 type heldLock struct {
 	l   *MemoryLocker
-	k   memKey
+	st  *memLock
 	gen uint64
 }
 
@@ -308,21 +328,21 @@ type heldLock struct {
 func (h heldLock) release() {
 	h.l.mu.Lock()
 	defer h.l.mu.Unlock()
-	if st := h.l.locks[h.k]; st != nil && st.held && st.gen == h.gen {
+	if st := h.st; st.held && st.gen == h.gen {
 		st.held = false
-		h.l.changedLocked(h.k, st)
+		h.l.changedLocked(st)
 	}
 }
 
-// changedLocked wakes k's waiters, and drops k's entry when it is free
-// with nobody in line; l.mu is held.
-func (l *MemoryLocker) changedLocked(k memKey, st *memLock) {
+// changedLocked wakes st's waiters, and drops st from the locker when it
+// is free with nobody in line; l.mu is held.
+func (l *MemoryLocker) changedLocked(st *memLock) {
 	if st.changed != nil {
 		close(st.changed)
 		st.changed = nil
 	}
 	if !st.held && len(st.line) == 0 {
-		delete(l.locks, k)
+		delete(l.locks, st.k)
 		if l.spare == nil {
 			st.line = nil
 			l.spare = st
@@ -380,7 +400,7 @@ func (t *memTicket) Acquire(ctx context.Context) (Lease, error) {
 		if !st.held && st.line[0] == t {
 			st.line = st.line[1:]
 			t.out = true
-			lease := &onceLease[heldLock]{r: l.takeLocked(t.k, st)}
+			lease := &onceLease[heldLock]{r: l.takeLocked(st)}
 			l.mu.Unlock()
 			return lease, nil
 		}
@@ -411,7 +431,7 @@ func (t *memTicket) DropAhead(context.Context) error {
 		ahead.out, ahead.dropped = true, true
 	}
 	st.line = slices.Delete(st.line, 0, i)
-	l.changedLocked(t.k, st) // the dropped waiters learn it; this ticket may go
+	l.changedLocked(st) // the dropped waiters learn it; this ticket may go
 	return nil
 }
 
@@ -428,7 +448,7 @@ func (t *memTicket) Leave() {
 	i := slices.Index(st.line, t)
 	st.line = slices.Delete(st.line, i, i+1)
 	if i == 0 {
-		l.changedLocked(t.k, st) // the next in line may go
+		l.changedLocked(st) // the next in line may go
 	}
 }
 

@@ -61,11 +61,16 @@ type MemoryService struct {
 	maxRefs int
 	locker  MemoryLocker // the leases of Acquire
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// sessions holds the sub-conversations (made on first use); a
+	// top-level session is in its tree, so that a turn on one looks up one
+	// map.
 	sessions map[memKey]*memSession
 	trees    map[memKey]*memTree // by the root's key (id: the top-level session's)
 	lru      treeList            // most recently used first; pinned trees are out of it
-	pins     map[memKey]int      // run leases held, by the tree root's key (made on first use)
+	// empty counts the trees held for their leases alone, with no session
+	// (see memTree.pins): they are not among the trees the bound counts.
+	empty int
 	// appState, userSt and refs are made on first use too: a stateless
 	// turn's store (one per turn) writes none of them.
 	appState map[string]map[string]any
@@ -114,20 +119,45 @@ type memEvent struct {
 // under one root id, whether the root session exists or not.
 type memTree struct {
 	root    memKey
-	ids     []string  // of the sessions held; first made in first
-	expires time.Time // zero: never
+	top     *memSession // the top-level session; nil when it does not exist
+	ids     []string    // of the sub-conversations held; first made in first
+	expires time.Time   // zero: never
+	// pins counts the run leases held on the tree (the store's Acquire).
+	// A pinned tree is out of the lru, and stays in the store when it has
+	// no session (the lease came first, or its sessions were deleted or
+	// expired): a session created under the lease goes in it, pinned.
+	pins int
+	// spare is the memory for the top-level session made with the tree
+	// (memTop), until that session uses it.
+	spare *memSession
 	// prev and next link the tree into the store's lru; nil while a run
 	// lease pins the tree.
 	prev, next *memTree
-	first      [1]string // the backing of ids while it holds one session
 }
 
-// memTop is a top-level session made with its tree, in one allocation.
-// The tree outlives the session only when it is dropped whole.
+// memTop is a tree made for its top-level session, with room for the
+// session and its first events (a chat turn's two: the user's message and
+// the answer), in one allocation.
 type memTop struct {
-	ms memSession
-	t  memTree
+	ms  memSession
+	t   memTree
+	evs [2]memEvent
 }
+
+// newTree returns an empty tree for root, with room for its top-level
+// session when k (a session of the tree) is that session.
+func newTree(root memKey, k memKey) *memTree {
+	if k.id != root.id {
+		return &memTree{root: root}
+	}
+	top := &memTop{t: memTree{root: root}}
+	top.ms.events = top.evs[:0]
+	top.t.spare = &top.ms
+	return &top.t
+}
+
+// isEmpty reports whether t holds no session.
+func (t *memTree) isEmpty() bool { return t.top == nil && len(t.ids) == 0 }
 
 // sweepSample is how many trees each create (and refs each PutRefs)
 // examines for expiry, at most.
@@ -146,7 +176,7 @@ var (
 // NewMemoryService returns an empty in-memory store.
 func NewMemoryService(cfg MemoryConfig) *MemoryService {
 	s := &MemoryService{now: cfg.Now, newID: cfg.NewID, ttl: cfg.TTL, max: max(cfg.MaxSessions, 0),
-		sessions: map[memKey]*memSession{}, trees: map[memKey]*memTree{}}
+		trees: map[memKey]*memTree{}}
 	s.maxRefs = s.max * RefsPerSession
 	if s.now == nil {
 		s.now = time.Now
@@ -172,10 +202,11 @@ func (s *MemoryService) Create(ctx context.Context, req CreateRequest) (*Session
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, id}
-	if _, ok := s.lookup(k); ok {
+	ms, t := s.lookup(k)
+	if ms != nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
-	return s.view(k, s.create(k, req.State)), nil
+	return s.view(k, s.create(k, req.State, t)), nil
 }
 
 // GetOrCreate implements GetOrCreator under the store's lock.
@@ -189,15 +220,16 @@ func (s *MemoryService) GetOrCreate(ctx context.Context, req CreateRequest) (*Se
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	ms, ok := s.lookup(k)
-	if !ok {
-		ms = s.create(k, req.State)
+	ms, t := s.lookup(k)
+	if ms == nil {
+		ms = s.create(k, req.State, t)
 	}
 	return s.window(k, ms, req.Window), nil
 }
 
-// create stores a new session under k with its initial state; s.mu is held.
-func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
+// create stores a new session under k with its initial state, in t when
+// lookup found k's tree (nil: to be found); s.mu is held.
+func (s *MemoryService) create(k memKey, state map[string]any, t *memTree) *memSession {
 	s.sweep()
 	var st map[string]any // made by the first delta when there is none yet
 	if len(state) > 0 {
@@ -208,38 +240,48 @@ func (s *MemoryService) create(k memKey, state map[string]any) *memSession {
 		s.merge(k.app, k.user, app, user)
 	}
 	update := s.now()
-	t, top := s.plant(k)
-	var ms *memSession
-	if top != nil {
-		ms = &top.ms
-	} else {
-		ms = new(memSession)
-	}
-	ms.state, ms.update, ms.tree, ms.compaction = st, update, t, -1
-	s.sessions[k] = ms
+	ms := s.plant(k, t)
+	ms.state, ms.update, ms.compaction = st, update, -1
 	s.renew(ms)
 	return ms
 }
 
-// lookup returns the live session under k, which uses its tree, removing
-// the tree if it has expired; s.mu is held.
-func (s *MemoryService) lookup(k memKey) (*memSession, bool) {
-	ms, ok := s.sessions[k]
-	if !ok {
-		return nil, false
+// isTop reports whether id names a top-level session (not a
+// sub-conversation).
+func isTop(id string) bool { return strings.IndexByte(id, '/') < 0 }
+
+// lookup returns the live session under k (nil when there is none), which
+// uses its tree, removing the tree if it has expired; and k's tree when
+// it found it still held (also when the session is not: a top-level
+// session's tree is where it is looked up). s.mu is held.
+func (s *MemoryService) lookup(k memKey) (*memSession, *memTree) {
+	var ms *memSession
+	var t *memTree
+	if isTop(k.id) {
+		if t = s.trees[k]; t == nil {
+			return nil, nil
+		}
+		ms = t.top
+	} else {
+		if ms = s.sessions[k]; ms == nil {
+			return nil, nil
+		}
+		t = ms.tree
 	}
-	if ms.expired(s.now) {
-		s.drop(ms.tree)
-		return nil, false
+	if t.expired(s.now) {
+		if s.drop(t) {
+			return nil, t
+		}
+		return nil, nil
 	}
-	s.use(ms.tree)
-	return ms, true
+	if ms != nil {
+		s.use(t)
+	}
+	return ms, t
 }
 
-// expired reports whether ms has expired; now is read only for a session
+// expired reports whether t has expired; now is read only for a tree
 // that expires at all (a test's clock may count its reads).
-func (ms *memSession) expired(now func() time.Time) bool { return ms.tree.expired(now) }
-
 func (t *memTree) expired(now func() time.Time) bool {
 	return !t.expires.IsZero() && !now().Before(t.expires)
 }
@@ -309,8 +351,8 @@ func (s *MemoryService) find(req GetRequest) (memKey, *memSession, error) {
 	if err := ValidateKeys(req.AppName, req.UserID); err != nil {
 		return k, nil, err
 	}
-	ms, ok := s.lookup(k)
-	if !ok {
+	ms, _ := s.lookup(k)
+	if ms == nil {
 		return k, nil, fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
 	}
 	return k, ms, nil
@@ -333,12 +375,20 @@ func (s *MemoryService) List(ctx context.Context, req ListRequest) (*ListRespons
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var all []*Session
-	for k, ms := range s.sessions {
+	for _, t := range s.trees {
 		switch {
-		case ms.expired(s.now):
-			s.drop(ms.tree)
-		case k.app == req.AppName && k.user == req.UserID && !Unlisted(k.id):
-			all = append(all, s.view(k, ms))
+		case t.expired(s.now):
+			s.drop(t)
+		case t.root.app == req.AppName && t.root.user == req.UserID:
+			if t.top != nil && !Unlisted(t.root.id) {
+				all = append(all, s.view(t.root, t.top))
+			}
+			for _, id := range t.ids {
+				if !Unlisted(id) {
+					k := memKey{t.root.app, t.root.user, id}
+					all = append(all, s.view(k, s.sessions[k]))
+				}
+			}
 		}
 	}
 	slices.SortFunc(all, func(a, b *Session) int {
@@ -369,8 +419,8 @@ func (s *MemoryService) Delete(ctx context.Context, req DeleteRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{req.AppName, req.UserID, req.SessionID}
-	ms, ok := s.lookup(k)
-	if !ok {
+	ms, _ := s.lookup(k)
+	if ms == nil {
 		return fmt.Errorf("%w: %s", ErrNotFound, req.SessionID)
 	}
 	s.prune(ms.tree, req.SessionID)
@@ -482,8 +532,8 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := memKey{sess.AppName, sess.UserID, sess.ID}
-	ms, ok := s.lookup(k)
-	if !ok {
+	ms, _ := s.lookup(k)
+	if ms == nil {
 		return fmt.Errorf("%w: %s", ErrNotFound, sess.ID)
 	}
 	s.renew(ms)

@@ -35,7 +35,7 @@ func (s *MemoryService) Stats() StoreStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.evicted
-	st.Sessions, st.Refs = len(s.trees), len(s.refs)
+	st.Sessions, st.Refs = len(s.trees)-s.empty, len(s.refs)
 	return st
 }
 
@@ -50,9 +50,8 @@ func (s *MemoryService) Acquire(ctx context.Context, app, user, sessionID string
 	if err != nil {
 		return nil, err
 	}
-	root := rootKey(memKey{app, user, sessionID})
-	s.pinRoot(root)
-	return &onceLease[treePin[heldLock]]{r: treePin[heldLock]{s: s, root: root, lease: h}}, nil
+	t := s.pinTree(memKey{app, user, sessionID})
+	return &onceLease[treePin[heldLock]]{r: treePin[heldLock]{t: t, s: s, lease: h}}, nil
 }
 
 // Join implements Queue, as MemoryLocker does; the lease a ticket
@@ -62,15 +61,15 @@ func (s *MemoryService) Join(ctx context.Context, app, user, sessionID string, m
 	if err != nil {
 		return nil, err
 	}
-	return &pinningTicket{Ticket: t, s: s, root: rootKey(memKey{app, user, sessionID})}, nil
+	return &pinningTicket{Ticket: t, s: s, k: memKey{app, user, sessionID}}, nil
 }
 
 // pinningTicket pins its session's tree while the lease it acquired is
 // held.
 type pinningTicket struct {
 	Ticket
-	s    *MemoryService
-	root memKey
+	s *MemoryService
+	k memKey // the session's
 }
 
 func (t *pinningTicket) Acquire(ctx context.Context) (Lease, error) {
@@ -78,33 +77,34 @@ func (t *pinningTicket) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.s.pinned(t.root, lease), nil
+	return t.s.pinned(t.k, lease), nil
 }
 
-// pinned pins root's tree until lease is released.
-func (s *MemoryService) pinned(root memKey, lease Lease) Lease {
-	s.pinRoot(root)
-	return &onceLease[treePin[releaser]]{r: treePin[releaser]{s: s, root: root, lease: releaser{lease}}}
+// pinned pins the tree of k's session until lease is released.
+func (s *MemoryService) pinned(k memKey, lease Lease) Lease {
+	t := s.pinTree(k)
+	return &onceLease[treePin[releaser]]{r: treePin[releaser]{t: t, s: s, lease: releaser{lease}}}
 }
 
-// pinRoot pins root's tree, taking s.mu.
-func (s *MemoryService) pinRoot(root memKey) {
+// pinTree pins the tree of k's session, taking s.mu, and returns it.
+func (s *MemoryService) pinTree(k memKey) *memTree {
 	s.mu.Lock()
-	s.pin(root)
+	t := s.pin(k)
 	s.mu.Unlock()
+	return t
 }
 
-// treePin is the pin of root's tree that lease holds.
+// treePin is the pin of tree t that lease holds.
 type treePin[L interface{ release() }] struct {
+	t     *memTree
 	s     *MemoryService
-	root  memKey
 	lease L
 }
 
 // release unpins the tree, then releases the lease.
 func (p treePin[L]) release() {
 	p.s.mu.Lock()
-	p.s.unpin(p.root)
+	p.s.unpin(p.t)
 	p.s.mu.Unlock()
 	p.lease.release()
 }
@@ -120,42 +120,54 @@ func rootKey(k memKey) memKey {
 	return k
 }
 
-// plant adds k to its tree, making the tree (and evicting the least
-// recently used ones beyond the bound) when it is new; s.mu is held. When
-// k is the top-level session of a new tree, the tree is made with room for
-// k's session (top, nil otherwise).
-func (s *MemoryService) plant(k memKey) (t *memTree, top *memTop) {
+// plant adds a new session under k to its tree (t, when the caller
+// found it; nil: to be found), making the tree (and evicting the least
+// recently used ones beyond the bound) when it is new, and returns the
+// session, empty, with its tree set; s.mu is held.
+func (s *MemoryService) plant(k memKey, t *memTree) *memSession {
 	root := rootKey(k)
-	t, ok := s.trees[root]
-	if ok && t.expired(s.now) {
-		s.drop(t)
-		ok = false
+	if t == nil {
+		t = s.trees[root]
 	}
-	if ok {
-		s.use(t)
-	} else {
-		if k.id == root.id {
-			top = &memTop{t: memTree{root: root}}
-			t = &top.t
-		} else {
-			t = &memTree{root: root}
-		}
-		t.ids = t.first[:0]
+	if t != nil && t.expired(s.now) && !s.drop(t) {
+		t = nil
+	}
+	switch {
+	case t == nil:
+		t = newTree(root, k)
 		s.trees[root] = t
-		if s.pins[root] == 0 {
-			s.lru.pushFront(t)
-		}
+		s.lru.pushFront(t)
 		s.evict(t)
+	case t.isEmpty(): // held for its leases: a tree the bound counts from now on
+		s.empty--
+		s.evict(t)
+	default:
+		s.use(t)
 	}
-	t.ids = append(t.ids, k.id)
-	return t, top
+	var ms *memSession
+	if k.id == root.id && t.spare != nil {
+		ms, t.spare = t.spare, nil
+	} else {
+		ms = new(memSession)
+	}
+	ms.tree = t
+	if k.id == root.id {
+		t.top = ms
+	} else {
+		t.ids = append(t.ids, k.id)
+		if s.sessions == nil {
+			s.sessions = map[memKey]*memSession{}
+		}
+		s.sessions[k] = ms
+	}
+	return ms
 }
 
 // evict drops the least recently used trees but keep while more are held
 // than the bound; s.mu is held. Pinned trees are not in s.lru, so the
 // loop ends when only they and keep are left.
 func (s *MemoryService) evict(keep *memTree) {
-	for s.max > 0 && len(s.trees) > s.max {
+	for s.max > 0 && len(s.trees)-s.empty > s.max {
 		t := s.lru.back()
 		if t == nil || t == keep {
 			return
@@ -174,29 +186,41 @@ func (s *MemoryService) use(t *memTree) {
 	}
 }
 
-// drop removes t and every session in it; s.mu is held.
-func (s *MemoryService) drop(t *memTree) {
+// drop removes every session in t, which holds some, and t with them
+// unless it is pinned; it reports whether t was kept. s.mu is held.
+func (s *MemoryService) drop(t *memTree) bool {
 	for _, id := range t.ids {
 		delete(s.sessions, memKey{t.root.app, t.root.user, id})
 	}
-	t.ids = nil
-	s.forget(t)
+	t.top, t.ids = nil, nil
+	return s.forget(t)
 }
 
-// forget removes t, emptied of its sessions, from the store; s.mu is
-// held.
-func (s *MemoryService) forget(t *memTree) {
+// forget removes t, emptied of its sessions, from the store, unless it is
+// pinned: then t stays, empty and never expiring, for its leases (a
+// session created under them goes in it). It reports whether t was kept.
+// s.mu is held.
+func (s *MemoryService) forget(t *memTree) bool {
+	if t.pins > 0 {
+		t.expires = time.Time{}
+		s.empty++
+		return true
+	}
 	if t.inList() {
 		s.lru.remove(t)
 	}
 	if s.trees[t.root] == t {
 		delete(s.trees, t.root)
 	}
+	return false
 }
 
 // prune removes the session id of t and the sessions under it; s.mu is
 // held.
 func (s *MemoryService) prune(t *memTree, id string) {
+	if id == t.root.id {
+		t.top = nil
+	}
 	prefix := id + "/"
 	t.ids = slices.DeleteFunc(t.ids, func(cid string) bool {
 		if cid != id && !strings.HasPrefix(cid, prefix) {
@@ -205,33 +229,40 @@ func (s *MemoryService) prune(t *memTree, id string) {
 		delete(s.sessions, memKey{t.root.app, t.root.user, cid})
 		return true
 	})
-	if len(t.ids) == 0 {
+	if t.isEmpty() {
 		s.forget(t)
 	}
 }
 
-// pin takes the tree of root out of eviction for one more lease; s.mu is
-// held.
-func (s *MemoryService) pin(root memKey) {
-	if s.pins == nil {
-		s.pins = map[memKey]int{}
-	}
-	s.pins[root]++
-	if t, ok := s.trees[root]; ok && t.inList() {
+// pin takes the tree of k's session out of eviction for one more lease,
+// making it, empty, when there is none, and returns it; s.mu is held.
+func (s *MemoryService) pin(k memKey) *memTree {
+	root := rootKey(k)
+	t := s.trees[root]
+	switch {
+	case t == nil:
+		t = newTree(root, k)
+		s.trees[root] = t
+		s.empty++
+	case t.inList():
 		s.lru.remove(t)
 	}
+	t.pins++
+	return t
 }
 
-// unpin ends one lease's pin on the tree of root; the last makes it the
-// most recently used tree again. s.mu is held.
-func (s *MemoryService) unpin(root memKey) {
-	if s.pins[root]--; s.pins[root] > 0 {
+// unpin ends one lease's pin on t; the last makes it the most recently
+// used tree again, or removes it when it holds no session. s.mu is held.
+func (s *MemoryService) unpin(t *memTree) {
+	if t.pins--; t.pins > 0 {
 		return
 	}
-	delete(s.pins, root)
-	if t, ok := s.trees[root]; ok && !t.inList() {
-		s.lru.pushFront(t)
+	if t.isEmpty() {
+		s.empty--
+		s.forget(t)
+		return
 	}
+	s.lru.pushFront(t)
 }
 
 // putRef stores ref under k as the most recently used, evicting the least

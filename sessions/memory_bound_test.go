@@ -19,6 +19,11 @@ func held(s *MemoryService) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
+	for _, t := range s.trees {
+		if t.top != nil {
+			out = append(out, t.root.user+":"+t.root.id)
+		}
+	}
 	for k := range s.sessions {
 		out = append(out, k.user+":"+k.id)
 	}
@@ -133,8 +138,12 @@ func TestMemoryBoundSparesLeasedSessions(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.pins) != 0 || s.lru.Len() != len(s.trees) {
-		t.Errorf("after every release: %d pins, %d trees in use order of %d", len(s.pins), s.lru.Len(), len(s.trees))
+	pins := 0
+	for _, t := range s.trees {
+		pins += t.pins
+	}
+	if pins != 0 || s.empty != 0 || s.lru.Len() != len(s.trees) {
+		t.Errorf("after every release: %d pins, %d empty trees, %d trees in use order of %d", pins, s.empty, s.lru.Len(), len(s.trees))
 	}
 }
 
@@ -164,6 +173,72 @@ func TestMemoryBoundDelete(t *testing.T) {
 	}
 }
 
+// A lease may come before its session, or outlive it (deleted or
+// expired under the lease): the store keeps the lease's tree, empty, out
+// of its count, List and bound, and a session made under the lease is
+// pinned; the tree goes when the last lease on it is released empty.
+func TestMemoryBoundLeaseWithoutSession(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := NewMemoryService(MemoryConfig{Now: c.now, TTL: time.Hour, MaxSessions: 1})
+	acquire := func(id string) Lease {
+		t.Helper()
+		l, err := s.Acquire(ctx, "app", "u", id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	check := func(when string, wantHeld []string, wantStats StoreStats, wantEmpty int) {
+		t.Helper()
+		if got := held(s); !slices.Equal(got, wantHeld) {
+			t.Errorf("%s: held %v, want %v", when, got, wantHeld)
+		}
+		if got := s.Stats(); got != wantStats {
+			t.Errorf("%s: stats %+v, want %+v", when, got, wantStats)
+		}
+		list, err := s.List(ctx, ListRequest{AppName: "app", UserID: "u"})
+		if err != nil || len(list.Sessions) != len(wantHeld) {
+			t.Errorf("%s: list %v, %v", when, list, err)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.empty != wantEmpty || len(s.trees)-s.empty != wantStats.Sessions {
+			t.Errorf("%s: %d empty trees of %d, want %d", when, s.empty, len(s.trees), wantEmpty)
+		}
+	}
+	ghost, sub := acquire("ghost"), acquire("other/helper")
+	check("two leases, no session", nil, StoreStats{}, 2)
+	ghost.Release()
+	sub.Release()
+	check("released", nil, StoreStats{}, 0)
+
+	busy := acquire("busy")
+	twice := acquire("busy/helper") // a second lease on the tree
+	mustCreate(t, s, "u", "busy")
+	mustCreate(t, s, "u", "s1") // past the bound: busy is pinned
+	check("created under the lease", []string{"u:busy", "u:s1"}, StoreStats{Sessions: 2}, 0)
+	if err := s.Delete(ctx, DeleteRequest{AppName: "app", UserID: "u", SessionID: "busy"}); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted under the lease", []string{"u:s1"}, StoreStats{Sessions: 1}, 1)
+	mustCreate(t, s, "u", "busy/helper")
+	mustCreate(t, s, "u", "s2") // evicts s1
+	check("recreated under the lease", []string{"u:busy/helper", "u:s2"}, StoreStats{Sessions: 2, EvictedSessions: 1}, 0)
+	c.t = c.t.Add(time.Hour)
+	if _, err := s.Get(ctx, GetRequest{AppName: "app", UserID: "u", SessionID: "busy/helper"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get of an expired session: %v", err)
+	}
+	mustCreate(t, s, "u", "busy") // the sweep drops s2, expired
+	check("expired and recreated under the lease", []string{"u:busy"}, StoreStats{Sessions: 1, EvictedSessions: 1}, 0)
+	busy.Release()
+	mustCreate(t, s, "u", "s3") // busy is still pinned
+	check("one lease left", []string{"u:busy", "u:s3"}, StoreStats{Sessions: 2, EvictedSessions: 1}, 0)
+	twice.Release() // busy is used last: s3 goes first, then busy
+	mustCreate(t, s, "u", "s4")
+	check("every lease released", []string{"u:s4"}, StoreStats{Sessions: 1, EvictedSessions: 3}, 0)
+}
+
 // An expired tree at the end of the use order is dropped, not counted as
 // an eviction (the sweep of a create usually finds it first).
 func TestMemoryBoundExpiredAreNotEvictions(t *testing.T) {
@@ -174,10 +249,10 @@ func TestMemoryBoundExpiredAreNotEvictions(t *testing.T) {
 	mustCreate(t, s, "u", "s2")
 	c.t = c.t.Add(30 * time.Minute) // s1 expired, s2 not
 	s.mu.Lock()
-	s.plant(memKey{"app", "u", "s3"}) // a create without its sweep
-	s.plant(memKey{"app", "u", "s4"})
+	s.plant(memKey{"app", "u", "s3"}, nil) // a create without its sweep
+	s.plant(memKey{"app", "u", "s4"}, nil)
 	s.mu.Unlock()
-	if got := held(s); len(got) != 0 {
+	if got, want := held(s), []string{"u:s3", "u:s4"}; !slices.Equal(got, want) {
 		t.Errorf("sessions %v still held, want s1 and s2 gone", got)
 	}
 	if st := s.Stats(); st.Sessions != 2 || st.EvictedSessions != 1 {

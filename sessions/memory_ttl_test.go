@@ -116,9 +116,7 @@ func TestMemoryTTLSweepFreesUnreadSessions(t *testing.T) {
 	}
 	// Each create examined up to sweepSample sessions; after as many creates as
 	// there were expired sessions, only a few of those are left.
-	s.mu.Lock()
-	left := len(s.sessions) - n
-	s.mu.Unlock()
+	left := len(held(s)) - n
 	if left > n/10 {
 		t.Errorf("%d of %d expired sessions still held after %d creates", left, n, n)
 	}
@@ -142,11 +140,9 @@ func TestMemoryTTLSweepFromLeastRecentlyUsed(t *testing.T) {
 		if _, err := s.Create(ctx, CreateRequest{AppName: "app", UserID: "u", SessionID: fmt.Sprint("new", i)}); err != nil {
 			t.Fatal(err)
 		}
-		s.mu.Lock()
-		held := len(s.sessions)
-		s.mu.Unlock()
-		if want := max(n-(i+1)*sweepSample, 0) + i + 1; held != want {
-			t.Fatalf("after %d creates %d sessions held, want %d", i+1, held, want)
+		got := len(held(s))
+		if want := max(n-(i+1)*sweepSample, 0) + i + 1; got != want {
+			t.Fatalf("after %d creates %d sessions held, want %d", i+1, got, want)
 		}
 	}
 }
