@@ -510,9 +510,21 @@ func TestRunRoundTrips(t *testing.T) {
 			rt := &roundTrips{}
 			st.client.AddHook(rt)
 			other.client.AddHook(rt)
-			id := tc.name + "-run"
-			if n := rt.count(t, func() error { return turn(id) }); n != tc.want {
-				t.Errorf("a run of 3 frames: %d round trips, want %d", n, tc.want)
+			// The fewest of three runs: the hook counts every command on the
+			// two clients, so a connection dialled or a command of an earlier
+			// run's clean-up landing in the window (seen on a loaded machine)
+			// adds to one run's count; the run's own round trips are in all
+			// three.
+			var id string
+			least := int64(-1)
+			for k := range 3 {
+				id = fmt.Sprint(tc.name, "-run", k)
+				if n := rt.count(t, func() error { return turn(id) }); least < 0 || n < least {
+					least = n
+				}
+			}
+			if least != tc.want {
+				t.Errorf("a run of 3 frames: %d round trips, want %d", least, tc.want)
 			}
 			readEnded(t, other.RunLog(RunLogConfig{}), id, -1, wantFrames(0, 3))
 			if in, err := other.RunIndex().Get(ctx, "app", "u", "s", id); err != nil || in.Status != runs.StatusCompleted || in.Ended.IsZero() {
