@@ -3,6 +3,7 @@ package agentcore
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"github.com/agentgate/agentgate/internal/randbatch"
 	"strings"
 	"sync"
 	"unsafe"
@@ -113,33 +114,16 @@ func versionUUID(u [16]byte) [16]byte {
 	return u
 }
 
-// batchedUUID is randomUUID from bytes crypto/rand gave a batch at a
-// time, each used once (see randBatches): for the ids of events (partial
-// events: one a streamed delta), where a read of crypto/rand each (a
-// system call on Linux) was most of what making the event cost. The ids are as
-// random and as unique; only ids that name nothing a client must keep
-// secret are made so (google/uuid's EnableRandPool is the same pool).
+// batchedUUID is randomUUID from randbatch's bytes: for the ids of events
+// (partial events: one a streamed delta), where a read of crypto/rand
+// each was most of what making the event cost. The ids are as random and
+// as unique; only ids that name nothing a client must keep secret are made
+// so (google/uuid's EnableRandPool is the same pool).
 func batchedUUID() [16]byte {
-	rb := randBatches.Get().(*randBatch)
-	if rb.next == len(rb.b) {
-		_, _ = rand.Read(rb.b[:]) // never fails (crypto/rand)
-		rb.next = 0
-	}
-	u := [16]byte(rb.b[rb.next:])
-	rb.next += len(u)
-	randBatches.Put(rb)
+	var u [16]byte
+	randbatch.Fill(u[:])
 	return versionUUID(u)
 }
-
-// randBatch is random bytes from crypto/rand, used from next on; a
-// goroutine holds it between randBatches.Get and Put, so no two ids take
-// the same bytes.
-type randBatch struct {
-	b    [16 * 16]byte
-	next int
-}
-
-var randBatches = sync.Pool{New: func() any { return &randBatch{next: 16 * 16} }}
 
 // eventWithID is an event and the bytes of its random id (newUUID's form)
 // in one allocation: the id's string points into id, written once before

@@ -5,10 +5,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentgate/agentgate/internal/randbatch"
 	"io"
 	"log/slog"
 	"net/http"
@@ -411,33 +411,16 @@ func (s *Server) begin(c *gin.Context) *requestState {
 	return rq
 }
 
-// newID makes a new request id in rq.id, from random bytes crypto/rand
-// gave a batch at a time, each used once (see requestIDBatch): as random
-// and as unique as a read of crypto/rand each, which was a system call
-// (or the kernel's vDSO) on every request.
+// newID makes a new request id in rq.id, from randbatch's bytes: as
+// random and as unique as a read of crypto/rand each, which was a system
+// call (or the kernel's vDSO) on every request.
 func (rq *requestState) newID() string {
-	b := requestIDBatches.Get().(*requestIDBatch)
-	if b.next == len(b.b) {
-		_, _ = rand.Read(b.b[:]) // never fails (crypto/rand)
-		b.next = 0
-	}
+	var raw [requestIDBytes]byte
+	randbatch.Fill(raw[:])
 	copy(rq.id[:], "req_")
-	hex.Encode(rq.id[4:], b.b[b.next:b.next+requestIDBytes])
-	b.next += requestIDBytes
-	requestIDBatches.Put(b)
+	hex.Encode(rq.id[4:], raw[:])
 	return unsafe.String(&rq.id[0], len(rq.id))
 }
-
-// requestIDBatch is random bytes from crypto/rand for request ids, used
-// from next on; a goroutine holds it between requestIDBatches.Get and Put,
-// so no two ids take the same bytes. 21 ids' worth: a read of at most
-// 256 bytes, which getrandom(2) never cuts short.
-type requestIDBatch struct {
-	b    [21 * requestIDBytes]byte
-	next int
-}
-
-var requestIDBatches = sync.Pool{New: func() any { return &requestIDBatch{next: 21 * requestIDBytes} }}
 
 // end, deferred by serveRequest, ends the request: a handler's panic
 // becomes a 500 (recovered; no access log line is written for it, and

@@ -3,7 +3,7 @@ package openaiwire
 import (
 	"crypto/rand"
 	"encoding/json"
-	"sync"
+	"github.com/agentgate/agentgate/internal/randbatch"
 
 	"google.golang.org/genai"
 )
@@ -247,38 +247,25 @@ func randomID(prefix string, n int) string {
 }
 
 // fillBatchedAlnum fills dst with random characters of [A-Za-z0-9], as
-// appendRandomAlnum appends them, from bytes crypto/rand gave a batch at
-// a time (see randBatch), each used once: for the ids of chat
-// completions, one a turn, where a read of crypto/rand each (a system
-// call on Linux) was most of what making the id cost. The characters are
-// as random and as likely; only ids that name nothing a client must keep
-// secret are made so (the gateway looks nothing up by a completion's id).
+// appendRandomAlnum appends them, from randbatch's bytes: for the ids of
+// chat completions, one a turn, where a read of crypto/rand each was most
+// of what making the id cost. The characters are as random and as likely;
+// only ids that name nothing a client must keep secret are made so (the
+// gateway looks nothing up by a completion's id).
 func fillBatchedAlnum(dst []byte) {
-	rb := randBatches.Get().(*randBatch)
-	r := rb.b[rb.next:]
-	for i := 0; i < len(dst); r = r[1:] {
-		if len(r) == 0 {
-			rand.Read(rb.b[:]) // never fails (crypto/rand panics instead)
-			r = rb.b[:]
+	var r [48]byte // room for 29 characters and the bytes rejected
+	randbatch.Fill(r[:])
+	for i, j := 0, 0; i < len(dst); j++ {
+		if j == len(r) {
+			randbatch.Fill(r[:])
+			j = 0
 		}
-		if b := r[0]; b < 248 { // as appendRandomAlnum
+		if b := r[j]; b < 248 { // as appendRandomAlnum
 			dst[i] = alnum[b%62]
 			i++
 		}
 	}
-	rb.next = len(rb.b) - len(r)
-	randBatches.Put(rb)
 }
-
-// randBatch is random bytes from crypto/rand, used from next on; a
-// goroutine holds it between randBatches.Get and Put, so no two ids take
-// the same bytes.
-type randBatch struct {
-	b    [512]byte
-	next int
-}
-
-var randBatches = sync.Pool{New: func() any { return &randBatch{next: 512} }}
 
 // NewCompletionID returns a fresh response id: "chatcmpl-" and 29 random
 // characters of [A-Za-z0-9], the length OpenAI uses.
