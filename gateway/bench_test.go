@@ -44,6 +44,9 @@ import (
 // deltas, a finish chunk, a usage chunk and [DONE].
 type cannedTransport struct {
 	complete, stream []byte
+	// waiting, when set, runs as each request arrives: what the upstream's
+	// wait does to the caller (BenchmarkChatTurnColdWaited).
+	waiting func()
 }
 
 func newCannedTransport(n int) *cannedTransport {
@@ -68,6 +71,9 @@ func newCannedTransport(n int) *cannedTransport {
 }
 
 func (t *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.waiting != nil {
+		t.waiting()
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
@@ -87,7 +93,13 @@ func (t *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // with, when not nil, changes its Config (another session store).
 func newBenchGateway(b *testing.B, with func(*gateway.Config)) http.Handler {
 	b.Helper()
-	hc := &http.Client{Transport: newCannedTransport(20)}
+	return newBenchGatewayOn(b, newCannedTransport(20), with)
+}
+
+// newBenchGatewayOn is newBenchGateway on the canned upstream t.
+func newBenchGatewayOn(b *testing.B, t *cannedTransport, with func(*gateway.Config)) http.Handler {
+	b.Helper()
+	hc := &http.Client{Transport: t}
 	return newProviderGateway(b, spec.Agent{Name: "pass", Description: "Answers directly.", Instruction: "Answer."},
 		openai.Config{BaseURL: "http://mock.invalid/v1", HTTPClient: hc}, with)
 }
@@ -330,6 +342,36 @@ func BenchmarkChatTurnCold(b *testing.B) {
 				postChatTurn(b, gw, body, newSession(i))
 			}
 		})
+	}
+}
+
+// BenchmarkChatTurnColdWaited is BenchmarkChatTurnCold's non-streamed
+// turn with the caches emptied a second time, untimed, while the upstream
+// answers. In the load test's one-at-a-time runs the machine idles while a
+// turn waits for the upstream, and what the turn touches after the wait
+// comes from memory again (testing/coldcost measures what a line costs
+// then): code and data the turn uses both before and after the call are
+// fetched twice, which BenchmarkChatTurnCold counts once. Under cachegrind
+// (testing/cachegrind-turn.sh nonstream-waited) it counts the lines as the
+// live turn fetches them; the floor proxy's BenchmarkProxyTurnColdWaited
+// is its match.
+func BenchmarkChatTurnColdWaited(b *testing.B) {
+	t := newCannedTransport(20)
+	t.waiting = func() {
+		b.StopTimer()
+		benchenv.EvictCaches()
+		b.StartTimer()
+	}
+	gw := newBenchGatewayOn(b, t, nil)
+	body := []byte(`{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		benchenv.EvictCaches()
+		b.StartTimer()
+		i++
+		postChatTurn(b, gw, body, newSession(i))
 	}
 }
 

@@ -15,7 +15,12 @@
 # shares their cache): compare those between two commits, and run both
 # side by side.
 #
-#   testing/cachegrind-turn.sh [nonstream|stream|floor] [N] [TOP]
+#   testing/cachegrind-turn.sh [nonstream|stream|floor|nonstream-waited|floor-waited] [N] [TOP]
+#
+# The -waited cases empty the caches a second time while the upstream
+# answers, as the load test's one-at-a-time turns find them after their
+# wait (BenchmarkChatTurnColdWaited, BenchmarkProxyTurnColdWaited): what a
+# turn uses both before and after the call counts twice, as it costs live.
 #
 # TOP (default 30) is how many functions to list, by ILmr per turn.
 # Needs valgrind (Debian's package).
@@ -26,9 +31,11 @@ dir=$(mktemp -d)
 # KEEP=1 keeps the binary and cachegrind's files (for cg_annotate), in $dir.
 if [ -n "${KEEP:-}" ]; then echo "$dir"; else trap 'rm -rf "$dir"' EXIT; fi
 pkg=./gateway bench="^BenchmarkChatTurnCold\$/^$case/" name="BenchmarkChatTurnCold/$case/session"
-if [ "$case" = floor ]; then
-	pkg=./loadtest/floorproxy bench='^BenchmarkProxyTurnCold$' name=BenchmarkProxyTurnCold
-fi
+case "$case" in
+floor) pkg=./loadtest/floorproxy bench='^BenchmarkProxyTurnCold$' name=BenchmarkProxyTurnCold ;;
+floor-waited) pkg=./loadtest/floorproxy bench='^BenchmarkProxyTurnColdWaited$' name=BenchmarkProxyTurnColdWaited ;;
+nonstream-waited) bench='^BenchmarkChatTurnColdWaited$' name=BenchmarkChatTurnColdWaited ;;
+esac
 go test -c -o "$dir/turn.test" "$pkg"
 for k in 1 3; do
 	# asyncpreemptoff: valgrind does not follow the signals the Go

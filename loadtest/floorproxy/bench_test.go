@@ -12,9 +12,16 @@ import (
 
 // cannedUpstream answers every request with complete, as the load test's
 // mock upstream answers a non-streamed chat completion.
-type cannedUpstream struct{ complete []byte }
+// waiting, when set, runs as each request arrives (BenchmarkProxyTurnColdWaited).
+type cannedUpstream struct {
+	complete []byte
+	waiting  func()
+}
 
 func (u cannedUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	if u.waiting != nil {
+		u.waiting()
+	}
 	if _, err := io.Copy(io.Discard, r.Body); err != nil {
 		return nil, err
 	}
@@ -30,11 +37,27 @@ func (u cannedUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 // answers from memory. Under cachegrind (testing/cachegrind-turn.sh floor)
 // it counts the instructions and cache lines the floor's turn fetches, to
 // set beside the gateway's.
-func BenchmarkProxyTurnCold(b *testing.B) {
+func BenchmarkProxyTurnCold(b *testing.B) { proxyTurnCold(b, nil) }
+
+// BenchmarkProxyTurnColdWaited is BenchmarkProxyTurnCold with the caches
+// emptied a second time, untimed, while the upstream answers: gateway's
+// BenchmarkChatTurnColdWaited through the floor proxy
+// (testing/cachegrind-turn.sh floor-waited).
+func BenchmarkProxyTurnColdWaited(b *testing.B) {
+	proxyTurnCold(b, func() {
+		b.StopTimer()
+		benchenv.EvictCaches()
+		b.StartTimer()
+	})
+}
+
+// proxyTurnCold runs the cold turns, waiting (when not nil) as each
+// request reaches the upstream.
+func proxyTurnCold(b *testing.B, waiting func()) {
 	const complete = `{"id":"chatcmpl-mock","object":"chat.completion","created":1700000000,"model":"pass","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7 tok8 tok9 tok10 tok11 tok12 tok13 tok14 tok15 tok16 tok17 tok18 tok19 "},` +
 		`"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":8,"total_tokens":20}}`
-	h := newHandler("http://mock.invalid/v1", &http.Client{Transport: cannedUpstream{[]byte(complete)}})
+	h := newHandler("http://mock.invalid/v1", &http.Client{Transport: cannedUpstream{[]byte(complete), waiting}})
 	body := []byte(`{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
 	b.ReportAllocs()
 	for b.Loop() {
