@@ -515,7 +515,7 @@ func (m *MemoryLog) End(_ context.Context, run string) error {
 	m.ended = append(m.ended, endedLog{run: run, end: e.end, at: now})
 	switch l := e.live; {
 	case ok && l.bytes > maxLockedEncode:
-		m.endOutside(run, e) // out of the way of a turn's end
+		m.endOutside(run, e) // a streamed turn's, say
 	case ok:
 		l.ended = true
 		l.wakeLocked()
