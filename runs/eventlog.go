@@ -190,7 +190,10 @@ type MemoryLog struct {
 	mu    sync.Mutex
 	logs  map[string]logEntry
 	ended []endedLog // ended logs in the order they ended
-	bytes int64      // the size of every log's frames
+	// expires is when the retention of ended[0], the oldest ended log,
+	// runs out: until then only a bound makes a sweep drop anything.
+	expires time.Time
+	bytes   int64 // the size of every log's frames
 	// endings counts the logs that ended, numbering each (logEntry.end).
 	endings uint64
 	// spare holds the memLogs of logs that ended, emptied (at most
@@ -421,16 +424,27 @@ func (m *MemoryLog) OpenFresh(run string) {
 // not yet encoded), started if there is none (with a spare memLog when
 // there is one); nil once it ended.
 func (m *MemoryLog) liveLocked(run string) *memLog {
-	e, ok := m.logs[run]
-	if !ok {
-		if n := len(m.spare) - 1; n >= 0 {
-			e.live, m.spare[n] = m.spare[n], nil
-			m.spare = m.spare[:n]
-		} else {
-			e.live = &memLog{}
-		}
-		m.logs[run] = e
+	if e, ok := m.logs[run]; ok {
+		return e.live
 	}
+	return m.startLocked(run)
+}
+
+// startLocked starts run's log, which does not exist, with a spare
+// memLog when there is one. It is kept out of liveLocked, which Append
+// inlines: a turn's appends find their log started, and would otherwise
+// fetch this code with theirs.
+//
+//go:noinline
+func (m *MemoryLog) startLocked(run string) *memLog {
+	var e logEntry
+	if n := len(m.spare) - 1; n >= 0 {
+		e.live, m.spare[n] = m.spare[n], nil
+		m.spare = m.spare[:n]
+	} else {
+		e.live = &memLog{}
+	}
+	m.logs[run] = e
 	return e.live
 }
 
@@ -451,14 +465,8 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	l.frames = append(l.frames, f)
 	l.bytes += size
 	m.bytes += size
-	if over := len(l.frames) - m.cfg.MaxFrames; over > 0 {
-		for _, old := range l.frames[:over] {
-			l.bytes -= old.size()
-			m.bytes -= old.size()
-		}
-		clear(l.frames[:over])
-		l.frames = l.frames[over:]
-		l.first += int64(over)
+	if len(l.frames) > m.cfg.MaxFrames {
+		m.trimLocked(l)
 	}
 	l.wakeLocked()
 	// An append ends no log and moves no clock forward that Open, End
@@ -470,6 +478,19 @@ func (m *MemoryLog) Append(ctx context.Context, run string, f Frame) (int64, err
 	}
 	m.mu.Unlock()
 	return f.Seq, nil
+}
+
+// trimLocked drops l's oldest frames beyond MaxFrames (one, after the
+// append that went past it).
+func (m *MemoryLog) trimLocked(l *memLog) {
+	over := len(l.frames) - m.cfg.MaxFrames
+	for _, old := range l.frames[:over] {
+		l.bytes -= old.size()
+		m.bytes -= old.size()
+	}
+	clear(l.frames[:over])
+	l.frames = l.frames[over:]
+	l.first += int64(over)
 }
 
 // End implements EventLog. Ending a log that does not exist starts an
@@ -488,40 +509,56 @@ func (m *MemoryLog) End(_ context.Context, run string) error {
 	now := m.cfg.Now()
 	m.endings++
 	e.end = m.endings
+	if len(m.ended) == 0 {
+		m.expires = now.Add(m.cfg.Retention)
+	}
 	m.ended = append(m.ended, endedLog{run: run, end: e.end, at: now})
-	l := e.live
-	if !ok { // nothing was logged: the log is ended and empty
+	switch l := e.live; {
+	case ok && l.bytes > maxLockedEncode:
+		m.endOutside(run, e) // a streamed turn's, say
+	case ok:
+		l.ended = true
+		l.wakeLocked()
+		if data, err := encodeFrames(l.frames); err == nil {
+			m.encodedLocked(run, l, e.end, data)
+			break
+		}
+		fallthrough // it keeps its frames as they are
+	default: // or nothing was logged: the log is ended and empty
 		m.logs[run] = e
-		m.sweepLocked(now)
-		m.mu.Unlock()
-		return nil
 	}
-	l.ended = true
-	l.wakeLocked()
-	frames := l.frames // no frame is appended to an ended log
-	outside := l.bytes > maxLockedEncode
-	if outside {
-		m.logs[run] = e
-		m.mu.Unlock()
-	}
-	data, err := encodeFrames(frames)
-	if outside {
-		m.mu.Lock()
-	}
-	switch {
-	case err != nil && outside: // it keeps its frames as they are
-	case err != nil:
-		m.logs[run] = e
-	case !outside || m.logs[run].live == l: // not dropped meanwhile
-		m.bytes += int64(len(data)) - l.bytes
-		m.logs[run] = logEntry{first: l.first, n: len(frames), data: data, end: e.end}
-		fallthrough
-	default:
-		m.reuseLocked(l)
-		m.sweepLocked(now)
-	}
+	m.sweepLocked(now)
 	m.mu.Unlock()
 	return nil
+}
+
+// endOutside ends e, the large live log of run, and encodes its frames
+// with m.mu let go of meanwhile (it is held on entry and on return):
+// readers read them as they were appended until they are encoded. When
+// they cannot be, they stay as they are.
+func (m *MemoryLog) endOutside(run string, e logEntry) {
+	l := e.live
+	l.ended = true
+	l.wakeLocked()
+	m.logs[run] = e
+	m.mu.Unlock()
+	data, err := encodeFrames(l.frames) // no frame is appended to an ended log
+	m.mu.Lock()
+	switch {
+	case err != nil:
+	case m.logs[run].live == l: // not dropped meanwhile
+		m.encodedLocked(run, l, e.end, data)
+	default:
+		m.reuseLocked(l)
+	}
+}
+
+// encodedLocked replaces run's log, l, ended end-th, by its frames
+// encoded in data, and keeps l for a later log.
+func (m *MemoryLog) encodedLocked(run string, l *memLog, end uint64, data []byte) {
+	m.bytes += int64(len(data)) - l.bytes
+	m.logs[run] = logEntry{first: l.first, n: len(l.frames), data: data, end: end}
+	m.reuseLocked(l)
 }
 
 // maxLockedEncode is the size (Frame.size summed) up to which End encodes
@@ -643,8 +680,17 @@ func (m *MemoryLog) Follow(ctx context.Context, run string, after int64) iter.Se
 
 // sweepLocked drops ended logs past their retention at now, then the
 // oldest ended ones while there are more than MaxEndedRuns or the logs
-// hold more than MaxBytes.
+// hold more than MaxBytes. Most calls (every End) find nothing to drop:
+// they read the oldest log's expiry kept apart and the bounds, and call
+// nothing.
 func (m *MemoryLog) sweepLocked(now time.Time) {
+	if len(m.ended) > 0 && (now.After(m.expires) || len(m.ended) > m.cfg.MaxEndedRuns || m.bytes > m.cfg.MaxBytes) {
+		m.dropLocked(now)
+	}
+}
+
+// dropLocked is sweepLocked's drop, once one is due.
+func (m *MemoryLog) dropLocked(now time.Time) {
 	n := 0
 	for ; n < len(m.ended); n++ {
 		e := m.ended[n]
@@ -659,5 +705,8 @@ func (m *MemoryLog) sweepLocked(now time.Time) {
 	if n > 0 {
 		clear(m.ended[:n])
 		m.ended = m.ended[n:]
+		if len(m.ended) > 0 {
+			m.expires = m.ended[0].at.Add(m.cfg.Retention)
+		}
 	}
 }

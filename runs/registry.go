@@ -122,6 +122,9 @@ type Registry struct {
 	nLive int
 	byID  map[string]*Run
 	ended []keptRun // kept runs in the order they ended
+	// expires is ended[0].expires, kept apart: a sweep that finds
+	// nothing to forget (most do) reads no kept run.
+	expires time.Time
 	// fresh and ender are Log as a FreshOpener and as an IndexEnder, when
 	// it is one.
 	fresh FreshOpener
@@ -350,7 +353,8 @@ type keptRun struct {
 
 // finished moves run, named id (empty when it is not), from the live runs
 // to the kept ones (or forgets it): it ended at ended, and finished at
-// now.
+// now. Then it closes the run's Done, last: whoever waits on it sees the
+// log ended and the registry no longer counting the run as live.
 func (r *Registry) finished(run *Run, id string, ended, now time.Time) {
 	r.mu.Lock()
 	if run.prev != nil {
@@ -370,15 +374,34 @@ func (r *Registry) finished(run *Run, id string, ended, now time.Time) {
 			delete(r.byID, id)
 		}
 	default:
-		r.ended = append(r.ended, keptRun{run: run, expires: ended.Add(run.retention)})
+		expires := ended.Add(run.retention)
+		if len(r.ended) == 0 {
+			r.expires = expires
+		}
+		r.ended = append(r.ended, keptRun{run: run, expires: expires})
 	}
 	r.sweepLocked(now)
+	run.mu.Lock() // after r.mu, as in setID
+	run.closed = true
+	if run.done != nil {
+		close(run.done)
+	}
+	run.mu.Unlock()
 	r.mu.Unlock()
 }
 
 // sweepLocked forgets kept runs past their retention at now, and the
-// oldest beyond MaxEnded.
+// oldest beyond MaxEnded. Most calls (every Finish) find nothing to
+// forget: they read the oldest run's expiry kept apart and the bound,
+// and call nothing.
 func (r *Registry) sweepLocked(now time.Time) {
+	if len(r.ended) > 0 && (len(r.ended) > r.cfg.MaxEnded || now.After(r.expires)) {
+		r.forgetLocked(now)
+	}
+}
+
+// forgetLocked is sweepLocked's forgetting, once some is due.
+func (r *Registry) forgetLocked(now time.Time) {
 	n := 0
 	for n < len(r.ended) {
 		k := r.ended[n]
@@ -393,6 +416,9 @@ func (r *Registry) sweepLocked(now time.Time) {
 	}
 	if n > 0 {
 		r.ended = r.ended[n:]
+		if len(r.ended) > 0 {
+			r.expires = r.ended[0].expires
+		}
 	}
 }
 
@@ -503,6 +529,9 @@ func (run *Run) setID(ctx context.Context, id string, fresh bool) error {
 // much later, and a short one costs the index one write rather than two.
 // Call it before the run is named.
 func (run *Run) PutLater(d time.Duration) {
+	if run.reg.cfg.Index == nil {
+		return // nothing is put
+	}
 	run.mu.Lock()
 	run.putDelay = d
 	run.mu.Unlock()
@@ -619,15 +648,9 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.finishing = true
 	if !run.written {
 		run.over = true
-		switch {
-		case err == nil:
-			run.info.Status = StatusCompleted
-		case errors.Is(run.cancelled, ErrShutdown) || errors.Is(err, ErrShutdown):
-			run.info.Status = StatusFailed
-		case run.cancelled != nil || errors.Is(err, context.Canceled):
-			run.info.Status = StatusCancelled
-		default:
-			run.info.Status = StatusFailed
+		run.info.Status = StatusCompleted
+		if err != nil {
+			run.info.Status = failedStatus(err, run.cancelled)
 		}
 		run.err = err
 		run.info.Updated, run.info.Ended = now, now
@@ -641,29 +664,49 @@ func (run *Run) Finish(ctx context.Context, err error) {
 	run.cancel, run.putTimer = endedCancel, nil
 	run.mu.Unlock()
 	cancel(nil)
-	run.stopLatePut(late)
+	if late != nil {
+		run.stopLatePut(late)
+	}
 	// The index says it ended before the log does (or in the same
 	// step): whoever waits for the log's end reads the final status.
 	r := run.reg
-	switch idx := r.cfg.Index; {
+	switch {
 	case written || id == "":
-	case r.ender != nil && idx != nil:
-		_ = r.ender.PutEnd(ctx, idx, run.Info(), run.retention)
-	default:
-		run.put(ctx)
-		if r.cfg.Log != nil {
-			_ = r.cfg.Log.End(ctx, id)
-		}
+	case r.cfg.Index != nil:
+		run.endIndexed(ctx, id)
+	case r.cfg.Log != nil:
+		_ = r.cfg.Log.End(ctx, id)
 	}
 	r.finished(run, id, ended, now)
-	// Done closes last: whoever waits on it sees the log ended and the
-	// registry no longer counting the run as live.
-	run.mu.Lock()
-	run.closed = true
-	if run.done != nil {
-		close(run.done)
+}
+
+// failedStatus is the final status of a run that ended with err (not
+// nil), cancelled with cause cancelled (nil when it was not): cancelled
+// after Cancel, or when err is context.Canceled, but failed when the
+// cause was ErrShutdown (the run did not choose to stop); otherwise
+// failed.
+func failedStatus(err, cancelled error) Status {
+	switch {
+	case errors.Is(cancelled, ErrShutdown) || errors.Is(err, ErrShutdown):
+		return StatusFailed
+	case cancelled != nil || errors.Is(err, context.Canceled):
+		return StatusCancelled
 	}
-	run.mu.Unlock()
+	return StatusFailed
+}
+
+// endIndexed records the end of the run, named id, in the index, then
+// ends its log; in one step when the log is an IndexEnder.
+func (run *Run) endIndexed(ctx context.Context, id string) {
+	r := run.reg
+	if r.ender != nil {
+		_ = r.ender.PutEnd(ctx, r.cfg.Index, run.Info(), run.retention)
+		return
+	}
+	run.put(ctx)
+	if r.cfg.Log != nil {
+		_ = r.cfg.Log.End(ctx, id)
+	}
 }
 
 // stopLatePut stops late, the put PutLater scheduled (taken from

@@ -1398,3 +1398,71 @@ func TestRegistryEnding(t *testing.T) {
 	}
 	run.Finish(ctx, nil)
 }
+
+// Runs and logs that ended one after another are forgotten one after
+// another, each once its own retention ran out: a sweep that forgot the
+// oldest goes on from the next one's end, and one that finds nothing due
+// forgets nothing.
+func TestSweepsForgetInTurn(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	log := runs.NewMemoryLog(runs.MemoryLogConfig{Retention: time.Minute, Now: clk.Now})
+	reg := runs.NewRegistry(runs.Config{Log: log, Now: clk.Now})
+	t.Cleanup(reg.Close)
+	ids := []string{"r0", "r1", "r2"}
+	for _, id := range ids {
+		run, _, err := reg.Start(ctx, runs.Spec{ID: id, App: "app", User: "u", Session: "s", Retention: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Append(ctx, runs.Frame{Event: textEvent(id, id)}); err != nil {
+			t.Fatal(err)
+		}
+		run.Finish(ctx, nil)
+		clk.add(10 * time.Second)
+	}
+	kept := func() (out []string) {
+		for _, id := range ids {
+			_, errRun := reg.Get(ctx, id)
+			_, _, errLog := log.Read(ctx, id, -1, 0)
+			switch {
+			case errRun == nil && errLog == nil:
+				out = append(out, id)
+			case !errors.Is(errRun, runs.ErrNotFound) || !errors.Is(errLog, runs.ErrNotFound):
+				t.Fatalf("%s: run %v, log %v: kept by one and not the other", id, errRun, errLog)
+			}
+		}
+		return out
+	}
+	// r0 ended at 0s, r1 at 10s, r2 at 20s; it is 30s.
+	for _, step := range []struct {
+		to   time.Duration // how far the clock goes
+		want []string
+	}{
+		{20 * time.Second, []string{"r0", "r1", "r2"}}, // 50s: none is due
+		{15 * time.Second, []string{"r1", "r2"}},       // 65s
+		{time.Second, []string{"r1", "r2"}},            // 66s: nothing more is due
+		{5 * time.Second, []string{"r2"}},              // 71s
+		{10 * time.Second, nil},                        // 81s
+	} {
+		clk.add(step.to)
+		if d := cmp.Diff(step.want, kept()); d != "" {
+			t.Errorf("at %v, kept (-want +got):\n%s", clk.Now().Sub(newClock().Now()), d)
+		}
+	}
+	// A run that ends once all were forgotten is kept for its own retention.
+	run, _, err := reg.Start(ctx, runs.Spec{ID: "r3", App: "app", User: "u", Session: "s", Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Finish(ctx, nil)
+	ids = []string{"r3"}
+	clk.add(time.Minute)
+	if d := cmp.Diff([]string{"r3"}, kept()); d != "" {
+		t.Errorf("within its retention, kept (-want +got):\n%s", d)
+	}
+	clk.add(time.Second)
+	if d := cmp.Diff([]string(nil), kept()); d != "" {
+		t.Errorf("past its retention, kept (-want +got):\n%s", d)
+	}
+}
