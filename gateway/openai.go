@@ -89,10 +89,8 @@ type chatTurn struct {
 }
 
 // prepare maps the request's per-turn settings, once the model is allowed.
-func (ct *chatTurn) prepare(_ context.Context, d *turnRequest) error {
-	var err error
-	d.overrides, err = overridesFrom(d.app, ct.wire, ct.system)
-	return err
+func (ct *chatTurn) prepare(_ context.Context, a *app) (*agentcore.Overrides, error) {
+	return overridesFrom(a, ct.wire, ct.system)
 }
 
 // findSession finds the session of a request that names none: the one
@@ -184,13 +182,11 @@ func (s *Server) chatCompletions(c *gin.Context) {
 }
 
 // chatCall is what a chat completion's turn is made of, in one
-// allocation: the turn, the request beginChat begins it with (which
-// beginTurn's hooks let escape), its encoder, and its sink (answer, or
-// stream for a streamed request, in the streamCall the chatCall is part
-// of: a non-streamed turn does not carry a stream's state).
+// allocation: the turn, its encoder, and its sink (answer, or stream for
+// a streamed request, in the streamCall the chatCall is part of: a
+// non-streamed turn does not carry a stream's state).
 type chatCall struct {
 	chatTurn
-	begin  turnRequest
 	enc    openaiwire.Encoder
 	answer chatAnswer
 	stream *chatStream // nil unless streamed
@@ -258,8 +254,10 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	}
 	sid := sessionHeader(h, req.Metadata)
 	// call is new: its fields are set one by one, in place (a composite
-	// literal would be built aside and copied in).
-	ct, d := &call.chatTurn, &call.begin
+	// literal would be built aside and copied in). d stays on the stack
+	// (beginTurn lets none of it escape but what the turn keeps), and so
+	// does what the run does not need of it (the request's metadata, say).
+	ct, d := &call.chatTurn, new(turnRequest)
 	ct.stored, ct.echoSession, ct.toolMessages = sid != "", sid != "", toolMessagesOf(req.Messages)
 	ct.wire, ct.system, ct.history, ct.responses = req, conv.System, conv.History, responses
 	d.app, d.user, d.sessionID, d.sessionField = a, cmpOr(req.User, req.SafetyIdentifier), sid, "X-Session-Id"
@@ -276,9 +274,6 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	}
 	err = s.beginTurn(ctx, d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
-	// What the run needs of d is in the turn now (t.req); the rest (the
-	// request's metadata, say) is not kept while it runs.
-	*d = turnRequest{}
 	if err != nil {
 		return nil, err
 	}

@@ -93,10 +93,12 @@ type turnHooks interface {
 }
 
 // turnPreparer is a turnHooks with checks of its own that need the model
-// allowed and the user known, before anything is locked (they may set
-// d's fields).
+// allowed and the user known, before anything is locked: they map the
+// request's per-turn settings on app a into the turn's overrides (nil for
+// none). It is not handed the turnRequest, so that no call through an
+// interface lets that escape: a surface's turnRequest stays on its stack.
 type turnPreparer interface {
-	prepare(ctx context.Context, d *turnRequest) error
+	prepare(ctx context.Context, a *app) (*agentcore.Overrides, error)
 }
 
 // turn is one turn between beginTurn and the end of its run. Surfaces
@@ -182,7 +184,7 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 		}
 	}
 	if p, ok := h.(turnPreparer); ok {
-		if err := p.prepare(ctx, d); err != nil {
+		if d.overrides, err = p.prepare(ctx, a); err != nil {
 			return err
 		}
 	}
