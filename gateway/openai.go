@@ -583,7 +583,12 @@ func (cs *chatStream) end(_ context.Context, err error) {
 }
 
 // chatAnswer collects a non-streamed chat completion.
-type chatAnswer struct{ chatSink }
+type chatAnswer struct {
+	chatSink
+	// sessionHeader is the X-Session-Id header's value, in the answer's
+	// allocation.
+	sessionHeader [1]string
+}
 
 func (*chatAnswer) answersWhole() {}
 
@@ -610,7 +615,8 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		return
 	}
 	if ca.turn.echoSession { // never empty; the key canonical already (see begin)
-		c.Writer.Header()["X-Session-Id"] = []string{ca.turn.sessionID}
+		ca.sessionHeader[0] = ca.turn.sessionID
+		c.Writer.Header()["X-Session-Id"] = ca.sessionHeader[:]
 	}
 	comp := ca.enc.Completion(run.Usage())
 	if comp.Agentgate.Author == "" {
