@@ -288,6 +288,10 @@ func (na *nativeAnswer) event(ev *sessions.Event) error {
 	return nil
 }
 
+var nativeAnswerTraits = traitsOf[*nativeAnswer]()
+
+func (*nativeAnswer) traits() sinkTraits { return nativeAnswerTraits }
+
 func (na *nativeAnswer) end(_ context.Context, err error) {
 	annotateRun(na.c, na.t.run)
 	if err != nil {
@@ -355,6 +359,10 @@ func (ns *nativeStream) keepalive() error {
 	}
 	return nil
 }
+
+var nativeStreamTraits = traitsOf[*nativeStream]()
+
+func (*nativeStream) traits() sinkTraits { return nativeStreamTraits }
 
 func (ns *nativeStream) end(_ context.Context, err error) {
 	annotateRun(ns.c, ns.t.run)

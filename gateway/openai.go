@@ -561,6 +561,10 @@ func (cs *chatStream) keepalive() error {
 	return cs.start().comment("keepalive")
 }
 
+var chatStreamTraits = traitsOf[*chatStream]()
+
+func (*chatStream) traits() sinkTraits { return chatStreamTraits }
+
 // end finishes a stream whose run ended with err: the finish chunks and
 // [DONE], or an error (a frame once the stream has started).
 func (cs *chatStream) end(_ context.Context, err error) {
@@ -605,6 +609,10 @@ func (ca *chatAnswer) event(ev *sessions.Event) error {
 	}
 	return err
 }
+
+var chatAnswerTraits = traitsOf[*chatAnswer]()
+
+func (*chatAnswer) traits() sinkTraits { return chatAnswerTraits }
 
 // end answers with the completion, or the error the run ended with.
 func (ca *chatAnswer) end(_ context.Context, err error) {

@@ -543,6 +543,10 @@ func (st *responsesStream) keepalive() error {
 	return st.start().comment("keepalive")
 }
 
+var responsesStreamTraits = traitsOf[*responsesStream]()
+
+func (*responsesStream) traits() sinkTraits { return responsesStreamTraits }
+
 // end finishes the stream: response.completed (or incomplete), or before
 // anything was sent an error in OpenAI's envelope, and after that
 // response.failed.
@@ -578,6 +582,10 @@ func (ra *responsesAnswer) event(ev *sessions.Event) error {
 	}
 	return err
 }
+
+var responsesAnswerTraits = traitsOf[*responsesAnswer]()
+
+func (*responsesAnswer) traits() sinkTraits { return responsesAnswerTraits }
 
 // end answers with the response object, or the error the run ended with.
 func (ra *responsesAnswer) end(_ context.Context, err error) {

@@ -318,6 +318,46 @@ type turnSink interface {
 	// how it ended (nil when it completed) and the run's context, before
 	// the run is marked finished. t.run is nil when it never started.
 	end(ctx context.Context, err error)
+	// traits are the optional abilities of the sink's type: its
+	// traitsOf, found once, in a variable of its own.
+	traits() sinkTraits
+}
+
+// sinkTraits are which of the optional interfaces a turnSink's type has
+// (frameLogger, streamSink, wholeAnswer, endingSink, persistSink), found
+// once per type by traitsOf: driveRun reads them with one call, where a
+// type assertion to each, on every turn, was a lookup each in the
+// runtime's table of the types that implement an interface.
+type sinkTraits uint8
+
+const (
+	traitLogsFrames sinkTraits = 1 << iota
+	traitStream
+	traitWhole
+	traitEnding
+	traitPersist
+)
+
+// traitsOf finds the optional interfaces sink type S has.
+func traitsOf[S turnSink]() sinkTraits {
+	var sink any = *new(S)
+	var tr sinkTraits
+	if _, ok := sink.(frameLogger); ok {
+		tr |= traitLogsFrames
+	}
+	if _, ok := sink.(streamSink); ok {
+		tr |= traitStream
+	}
+	if _, ok := sink.(wholeAnswer); ok {
+		tr |= traitWhole
+	}
+	if _, ok := sink.(endingSink); ok {
+		tr |= traitEnding
+	}
+	if _, ok := sink.(persistSink); ok {
+		tr |= traitPersist
+	}
+	return tr
 }
 
 type streamSink interface{ keepalive() error }
@@ -432,12 +472,13 @@ func (t *turn) spec(id string) runs.Spec {
 // slot), end, and the run's finish, in that order.
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.sink = sink
-	_, t.ownLog = sink.(frameLogger)
-	_, streamed := sink.(streamSink)
-	if _, whole := sink.(wholeAnswer); whole {
+	tr := sink.traits()
+	t.ownLog = tr&traitLogsFrames != 0
+	streamed := tr&traitStream != 0
+	if tr&traitWhole != 0 {
 		t.rec.PutLater(wholeAnswerPut)
 	}
-	if _, ok := sink.(endingSink); ok {
+	if tr&traitEnding != 0 {
 		t.req.End = t
 	}
 	if streamed {
@@ -458,8 +499,8 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	} else {
 		err = drain(ctx, t.run.Events(), t)
 	}
-	if p, ok := sink.(persistSink); ok && err == nil {
-		err = p.persist(ctx)
+	if tr&traitPersist != 0 && err == nil {
+		err = sink.(persistSink).persist(ctx)
 	}
 	t.release()
 	if t.slot != limits.NoSlot { // a turn no limit counts copies no usage
