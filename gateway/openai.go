@@ -109,8 +109,12 @@ func (ct *chatTurn) findSession(ctx context.Context, s *Server) (bool, error) {
 	return true, nil
 }
 
-// loaded maps the tool_call_ids the client was shown to the runtime's.
+// loaded maps the tool_call_ids the client was shown to the runtime's
+// (a turn that answers no call, as most do, has none).
 func (ct *chatTurn) loaded(ctx context.Context, s *Server) error {
+	if len(ct.responses) == 0 {
+		return nil
+	}
 	return s.mapCallIDs(ctx, ct.app.ID, ct.req.UserID, ct.responses, ct.sessionID, ct, ct.entry)
 }
 
