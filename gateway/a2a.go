@@ -251,6 +251,9 @@ func (at *a2aTurn) findSession(context.Context, *Server) (bool, error) {
 	return false, invalidParams("contextId is required.")
 }
 
+// prepare maps nothing: an A2A message sets no per-turn overrides.
+func (at *a2aTurn) prepare(context.Context, *app) (*agentcore.Overrides, error) { return nil, nil }
+
 // loaded checks a follow-up against its session: the message becomes the
 // answers to the calls the task waits for.
 func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {

@@ -110,6 +110,9 @@ func (nt *nativeTurn) findSession(context.Context, *Server) (bool, error) {
 	return false, badRequest("sessionId", "sessionId is required.")
 }
 
+// prepare maps nothing: a native run sets no per-turn overrides.
+func (nt *nativeTurn) prepare(context.Context, *app) (*agentcore.Overrides, error) { return nil, nil }
+
 // loaded checks invocationId against the session.
 func (nt *nativeTurn) loaded(ctx context.Context, s *Server) error {
 	if nt.invocationID == "" {

@@ -90,14 +90,13 @@ type turnHooks interface {
 	// loaded checks the session read under its lock (req.Session) against
 	// the request and completes req; an error releases the lock.
 	loaded(ctx context.Context, s *Server) error
-}
-
-// turnPreparer is a turnHooks with checks of its own that need the model
-// allowed and the user known, before anything is locked: they map the
-// request's per-turn settings on app a into the turn's overrides (nil for
-// none). It is not handed the turnRequest, so that no call through an
-// interface lets that escape: a surface's turnRequest stays on its stack.
-type turnPreparer interface {
+	// prepare makes the surface's checks that need the model allowed and
+	// the user known, before anything is locked: it maps the request's
+	// per-turn settings on app a into the turn's overrides (nil for none).
+	// It is not handed the turnRequest, so that no call through an
+	// interface lets that escape: a surface's turnRequest stays on its
+	// stack. Every surface has one (a no-op where it maps nothing): a
+	// call, where an optional one was found by a type assertion first.
 	prepare(ctx context.Context, a *app) (*agentcore.Overrides, error)
 }
 
@@ -183,10 +182,8 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 			return err
 		}
 	}
-	if p, ok := h.(turnPreparer); ok {
-		if d.overrides, err = p.prepare(ctx, a); err != nil {
-			return err
-		}
+	if d.overrides, err = h.prepare(ctx, a); err != nil {
+		return err
 	}
 	params, err := s.chatParams(ctx, a, d.metadata)
 	if err != nil {
