@@ -251,6 +251,9 @@ func (at *a2aTurn) findSession(context.Context, *Server) (bool, error) {
 	return false, invalidParams("contextId is required.")
 }
 
+// prepare maps nothing: an A2A message sets no per-turn overrides.
+func (at *a2aTurn) prepare(context.Context, *app) (*agentcore.Overrides, error) { return nil, nil }
+
 // loaded checks a follow-up against its session: the message becomes the
 // answers to the calls the task waits for.
 func (at *a2aTurn) loaded(ctx context.Context, s *Server) error {
@@ -538,6 +541,10 @@ func (as *a2aSink) event(ev *sessions.Event) error {
 	return nil
 }
 
+var a2aSinkTraits = traitsOf[*a2aSink]()
+
+func (*a2aSink) traits() sinkTraits { return a2aSinkTraits }
+
 func (as *a2aSink) end(ctx context.Context, err error) { as.r.finish(ctx, err) }
 
 // a2aAnswer answers message/send with the task once its run is over.
@@ -549,6 +556,10 @@ type a2aAnswer struct {
 	id            json.RawMessage
 	historyLength *int
 }
+
+var a2aAnswerTraits = traitsOf[*a2aAnswer]()
+
+func (*a2aAnswer) traits() sinkTraits { return a2aAnswerTraits }
 
 func (aa *a2aAnswer) end(ctx context.Context, err error) {
 	aa.r.finish(ctx, err)
@@ -595,6 +606,10 @@ func (st *a2aStream) event(ev *sessions.Event) error {
 }
 
 func (st *a2aStream) keepalive() error { return st.w.comment("keepalive") }
+
+var a2aStreamTraits = traitsOf[*a2aStream]()
+
+func (*a2aStream) traits() sinkTraits { return a2aStreamTraits }
 
 func (st *a2aStream) end(ctx context.Context, err error) {
 	final := st.r.finish(ctx, err)

@@ -56,8 +56,10 @@ type connDeadlines interface {
 // the writers' Unwrap chain with a type assertion or two per writer, on
 // every call. It is nil when the controller would not find both at once
 // beneath w (a writer that takes neither, or only one), and the
-// controller is asked then, as before.
-func connOf(w http.ResponseWriter) connDeadlines {
+// controller is asked then, as before. w is taken as gin's Context holds
+// it (c.Writer): as an http.ResponseWriter it would be converted first, a
+// lookup in the runtime's table of interface implementations.
+func connOf(w gin.ResponseWriter) connDeadlines {
 	switch u := w.(type) {
 	case interface{ SetReadDeadline(time.Time) error }, interface{ SetWriteDeadline(time.Time) error }:
 		return nil // w takes one itself: the controller's way

@@ -110,6 +110,9 @@ func (nt *nativeTurn) findSession(context.Context, *Server) (bool, error) {
 	return false, badRequest("sessionId", "sessionId is required.")
 }
 
+// prepare maps nothing: a native run sets no per-turn overrides.
+func (nt *nativeTurn) prepare(context.Context, *app) (*agentcore.Overrides, error) { return nil, nil }
+
 // loaded checks invocationId against the session.
 func (nt *nativeTurn) loaded(ctx context.Context, s *Server) error {
 	if nt.invocationID == "" {
@@ -288,6 +291,10 @@ func (na *nativeAnswer) event(ev *sessions.Event) error {
 	return nil
 }
 
+var nativeAnswerTraits = traitsOf[*nativeAnswer]()
+
+func (*nativeAnswer) traits() sinkTraits { return nativeAnswerTraits }
+
 func (na *nativeAnswer) end(_ context.Context, err error) {
 	annotateRun(na.c, na.t.run)
 	if err != nil {
@@ -355,6 +362,10 @@ func (ns *nativeStream) keepalive() error {
 	}
 	return nil
 }
+
+var nativeStreamTraits = traitsOf[*nativeStream]()
+
+func (*nativeStream) traits() sinkTraits { return nativeStreamTraits }
 
 func (ns *nativeStream) end(_ context.Context, err error) {
 	annotateRun(ns.c, ns.t.run)

@@ -93,8 +93,10 @@ const firstBodyBuffer = 16 << 10
 
 // readKnownLength reads exactly n bytes from r into buf (empty), or when it
 // has no capacity into a buffer that starts at min(n, firstBodyBuffer);
-// the buffer doubles, capped at n, each time it is full.
-func readKnownLength(buf []byte, r io.Reader, n int64) ([]byte, error) {
+// the buffer doubles, capped at n, each time it is full. r is the body as
+// the request holds it: an io.Reader would be a conversion, which looks
+// the body's type up in the runtime's table of interface implementations.
+func readKnownLength(buf []byte, r io.ReadCloser, n int64) ([]byte, error) {
 	if cap(buf) == 0 {
 		buf = make([]byte, 0, min(n, firstBodyBuffer))
 	}

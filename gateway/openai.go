@@ -89,10 +89,8 @@ type chatTurn struct {
 }
 
 // prepare maps the request's per-turn settings, once the model is allowed.
-func (ct *chatTurn) prepare(_ context.Context, d *turnRequest) error {
-	var err error
-	d.overrides, err = overridesFrom(d.app, ct.wire, ct.system)
-	return err
+func (ct *chatTurn) prepare(_ context.Context, a *app) (*agentcore.Overrides, error) {
+	return overridesFrom(a, ct.wire, ct.system)
 }
 
 // findSession finds the session of a request that names none: the one
@@ -111,8 +109,12 @@ func (ct *chatTurn) findSession(ctx context.Context, s *Server) (bool, error) {
 	return true, nil
 }
 
-// loaded maps the tool_call_ids the client was shown to the runtime's.
+// loaded maps the tool_call_ids the client was shown to the runtime's
+// (a turn that answers no call, as most do, has none).
 func (ct *chatTurn) loaded(ctx context.Context, s *Server) error {
+	if len(ct.responses) == 0 {
+		return nil
+	}
 	return s.mapCallIDs(ctx, ct.app.ID, ct.req.UserID, ct.responses, ct.sessionID, ct, ct.entry)
 }
 
@@ -184,13 +186,11 @@ func (s *Server) chatCompletions(c *gin.Context) {
 }
 
 // chatCall is what a chat completion's turn is made of, in one
-// allocation: the turn, the request beginChat begins it with (which
-// beginTurn's hooks let escape), its encoder, and its sink (answer, or
-// stream for a streamed request, in the streamCall the chatCall is part
-// of: a non-streamed turn does not carry a stream's state).
+// allocation: the turn, its encoder, and its sink (answer, or stream for
+// a streamed request, in the streamCall the chatCall is part of: a
+// non-streamed turn does not carry a stream's state).
 type chatCall struct {
 	chatTurn
-	begin  turnRequest
 	enc    openaiwire.Encoder
 	answer chatAnswer
 	stream *chatStream // nil unless streamed
@@ -258,8 +258,10 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	}
 	sid := sessionHeader(h, req.Metadata)
 	// call is new: its fields are set one by one, in place (a composite
-	// literal would be built aside and copied in).
-	ct, d := &call.chatTurn, &call.begin
+	// literal would be built aside and copied in). d stays on the stack
+	// (beginTurn lets none of it escape but what the turn keeps), and so
+	// does what the run does not need of it (the request's metadata, say).
+	ct, d := &call.chatTurn, new(turnRequest)
 	ct.stored, ct.echoSession, ct.toolMessages = sid != "", sid != "", toolMessagesOf(req.Messages)
 	ct.wire, ct.system, ct.history, ct.responses = req, conv.System, conv.History, responses
 	d.app, d.user, d.sessionID, d.sessionField = a, cmpOr(req.User, req.SafetyIdentifier), sid, "X-Session-Id"
@@ -276,9 +278,6 @@ func (s *Server) beginChat(ctx context.Context, h http.Header, a *app, req *open
 	}
 	err = s.beginTurn(ctx, d, &ct.turn, ct)
 	ct.wire, ct.system, ct.history, ct.entry = nil, "", nil, nil
-	// What the run needs of d is in the turn now (t.req); the rest (the
-	// request's metadata, say) is not kept while it runs.
-	*d = turnRequest{}
 	if err != nil {
 		return nil, err
 	}
@@ -566,6 +565,10 @@ func (cs *chatStream) keepalive() error {
 	return cs.start().comment("keepalive")
 }
 
+var chatStreamTraits = traitsOf[*chatStream]()
+
+func (*chatStream) traits() sinkTraits { return chatStreamTraits }
+
 // end finishes a stream whose run ended with err: the finish chunks and
 // [DONE], or an error (a frame once the stream has started).
 func (cs *chatStream) end(_ context.Context, err error) {
@@ -588,7 +591,12 @@ func (cs *chatStream) end(_ context.Context, err error) {
 }
 
 // chatAnswer collects a non-streamed chat completion.
-type chatAnswer struct{ chatSink }
+type chatAnswer struct {
+	chatSink
+	// sessionHeader is the X-Session-Id header's value, in the answer's
+	// allocation.
+	sessionHeader [1]string
+}
 
 func (*chatAnswer) answersWhole() {}
 
@@ -606,6 +614,10 @@ func (ca *chatAnswer) event(ev *sessions.Event) error {
 	return err
 }
 
+var chatAnswerTraits = traitsOf[*chatAnswer]()
+
+func (*chatAnswer) traits() sinkTraits { return chatAnswerTraits }
+
 // end answers with the completion, or the error the run ended with.
 func (ca *chatAnswer) end(_ context.Context, err error) {
 	c, run := ca.c, ca.turn.run
@@ -615,7 +627,8 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		return
 	}
 	if ca.turn.echoSession { // never empty; the key canonical already (see begin)
-		c.Writer.Header()["X-Session-Id"] = []string{ca.turn.sessionID}
+		ca.sessionHeader[0] = ca.turn.sessionID
+		c.Writer.Header()["X-Session-Id"] = ca.sessionHeader[:]
 	}
 	comp := ca.enc.Completion(run.Usage())
 	if comp.Agentgate.Author == "" {

@@ -107,8 +107,10 @@ func isLongForm(m map[string]any) bool {
 // conversationParams checks the caller's values against the token and the
 // tree, and lays the token's trusted values over them.
 func (s *Server) conversationParams(ctx context.Context, a *app, field string, caller map[string]agentcore.Param) (*agentcore.Params, error) {
-	if err := s.checkCallerParams(a, field, caller); err != nil {
-		return nil, err
+	if len(caller) > 0 { // most turns set none
+		if err := s.checkCallerParams(a, field, caller); err != nil {
+			return nil, err
+		}
 	}
 	var trusted map[string]auth.Param
 	if p := principalOf(ctx); p != nil {
@@ -128,9 +130,6 @@ func (s *Server) conversationParams(ctx context.Context, a *app, field string, c
 // checkCallerParams checks that the caller's values have valid names,
 // declared by an agent of the tree and not bound by the token.
 func (s *Server) checkCallerParams(a *app, field string, caller map[string]agentcore.Param) error {
-	if len(caller) == 0 {
-		return nil
-	}
 	bound := s.boundParameters()
 	declared := agentcore.TreeParams(a.Root)
 	for _, name := range slices.Sorted(maps.Keys(caller)) {

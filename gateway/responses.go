@@ -204,15 +204,14 @@ type responsesTurn struct {
 }
 
 // prepare maps the request's per-turn settings, once the model is allowed.
-func (rt *responsesTurn) prepare(_ context.Context, d *turnRequest) error {
+func (rt *responsesTurn) prepare(_ context.Context, a *app) (*agentcore.Overrides, error) {
 	r := rt.wireReq
 	f, err := r.OutputFormat()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d.overrides, err = turnOverrides(d.app, "text.format", agentcore.Overrides{OutputSchema: f.Schema, JSONMode: f.JSON && f.Schema == nil,
+	return turnOverrides(a, "text.format", agentcore.Overrides{OutputSchema: f.Schema, JSONMode: f.JSON && f.Schema == nil,
 		Generate: r.GenerationSettings(nil), ToolConfig: r.ToolConfig(), Options: r.ModelOptions(), Instruction: rt.system})
-	return err
 }
 
 // loaded seeds a new session with the client's history, checks that a
@@ -544,6 +543,10 @@ func (st *responsesStream) keepalive() error {
 	return st.start().comment("keepalive")
 }
 
+var responsesStreamTraits = traitsOf[*responsesStream]()
+
+func (*responsesStream) traits() sinkTraits { return responsesStreamTraits }
+
 // end finishes the stream: response.completed (or incomplete), or before
 // anything was sent an error in OpenAI's envelope, and after that
 // response.failed.
@@ -579,6 +582,10 @@ func (ra *responsesAnswer) event(ev *sessions.Event) error {
 	}
 	return err
 }
+
+var responsesAnswerTraits = traitsOf[*responsesAnswer]()
+
+func (*responsesAnswer) traits() sinkTraits { return responsesAnswerTraits }
 
 // end answers with the response object, or the error the run ended with.
 func (ra *responsesAnswer) end(_ context.Context, err error) {

@@ -66,6 +66,10 @@ func (b *responsesBackground) event(ev *sessions.Event) error {
 	return nil
 }
 
+var responsesBackgroundTraits = traitsOf[*responsesBackground]()
+
+func (*responsesBackground) traits() sinkTraits { return responsesBackgroundTraits }
+
 // end stores the final response (before the run's log ends: a replay
 // that saw the end reads it).
 func (b *responsesBackground) end(_ context.Context, err error) {

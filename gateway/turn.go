@@ -90,13 +90,14 @@ type turnHooks interface {
 	// loaded checks the session read under its lock (req.Session) against
 	// the request and completes req; an error releases the lock.
 	loaded(ctx context.Context, s *Server) error
-}
-
-// turnPreparer is a turnHooks with checks of its own that need the model
-// allowed and the user known, before anything is locked (they may set
-// d's fields).
-type turnPreparer interface {
-	prepare(ctx context.Context, d *turnRequest) error
+	// prepare makes the surface's checks that need the model allowed and
+	// the user known, before anything is locked: it maps the request's
+	// per-turn settings on app a into the turn's overrides (nil for none).
+	// It is not handed the turnRequest, so that no call through an
+	// interface lets that escape: a surface's turnRequest stays on its
+	// stack. Every surface has one (a no-op where it maps nothing): a
+	// call, where an optional one was found by a type assertion first.
+	prepare(ctx context.Context, a *app) (*agentcore.Overrides, error)
 }
 
 // turn is one turn between beginTurn and the end of its run. Surfaces
@@ -181,10 +182,8 @@ func (s *Server) beginTurn(ctx context.Context, d *turnRequest, t *turn, h turnH
 			return err
 		}
 	}
-	if p, ok := h.(turnPreparer); ok {
-		if err := p.prepare(ctx, d); err != nil {
-			return err
-		}
+	if d.overrides, err = h.prepare(ctx, a); err != nil {
+		return err
 	}
 	params, err := s.chatParams(ctx, a, d.metadata)
 	if err != nil {
@@ -316,6 +315,46 @@ type turnSink interface {
 	// how it ended (nil when it completed) and the run's context, before
 	// the run is marked finished. t.run is nil when it never started.
 	end(ctx context.Context, err error)
+	// traits are the optional abilities of the sink's type: its
+	// traitsOf, found once, in a variable of its own.
+	traits() sinkTraits
+}
+
+// sinkTraits are which of the optional interfaces a turnSink's type has
+// (frameLogger, streamSink, wholeAnswer, endingSink, persistSink), found
+// once per type by traitsOf: driveRun reads them with one call, where a
+// type assertion to each, on every turn, was a lookup each in the
+// runtime's table of the types that implement an interface.
+type sinkTraits uint8
+
+const (
+	traitLogsFrames sinkTraits = 1 << iota
+	traitStream
+	traitWhole
+	traitEnding
+	traitPersist
+)
+
+// traitsOf finds the optional interfaces sink type S has.
+func traitsOf[S turnSink]() sinkTraits {
+	var sink any = *new(S)
+	var tr sinkTraits
+	if _, ok := sink.(frameLogger); ok {
+		tr |= traitLogsFrames
+	}
+	if _, ok := sink.(streamSink); ok {
+		tr |= traitStream
+	}
+	if _, ok := sink.(wholeAnswer); ok {
+		tr |= traitWhole
+	}
+	if _, ok := sink.(endingSink); ok {
+		tr |= traitEnding
+	}
+	if _, ok := sink.(persistSink); ok {
+		tr |= traitPersist
+	}
+	return tr
 }
 
 type streamSink interface{ keepalive() error }
@@ -430,12 +469,13 @@ func (t *turn) spec(id string) runs.Spec {
 // slot), end, and the run's finish, in that order.
 func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	t.sink = sink
-	_, t.ownLog = sink.(frameLogger)
-	_, streamed := sink.(streamSink)
-	if _, whole := sink.(wholeAnswer); whole {
+	tr := sink.traits()
+	t.ownLog = tr&traitLogsFrames != 0
+	streamed := tr&traitStream != 0
+	if tr&traitWhole != 0 {
 		t.rec.PutLater(wholeAnswerPut)
 	}
-	if _, ok := sink.(endingSink); ok {
+	if tr&traitEnding != 0 {
 		t.req.End = t
 	}
 	if streamed {
@@ -456,8 +496,8 @@ func (s *Server) driveRun(ctx context.Context, t *turn, sink turnSink) {
 	} else {
 		err = drain(ctx, t.run.Events(), t)
 	}
-	if p, ok := sink.(persistSink); ok && err == nil {
-		err = p.persist(ctx)
+	if tr&traitPersist != 0 && err == nil {
+		err = sink.(persistSink).persist(ctx)
 	}
 	t.release()
 	if t.slot != limits.NoSlot { // a turn no limit counts copies no usage

@@ -72,7 +72,10 @@ type Metrics struct {
 	names atomic.Pointer[names]
 
 	// What every turn observes, by label values (see memo).
-	requests    *memo[requestKey, requestMetrics]
+	requests *memo[requestKey, requestMetrics]
+	// routes are the request series of each route template, by method
+	// and status class (see ObserveRequest).
+	routes      *memo[string, *routeRequests]
 	firstTokens *memo[firstTokenKey, prometheus.Observer]
 	streams     *memo[string, prometheus.Gauge] // by route
 	calls       *memo[callKey, callMetrics]
@@ -90,6 +93,12 @@ type requestMetrics struct {
 	count    prometheus.Counter
 	duration prometheus.Observer
 }
+
+// routeRequests are the handles (see handle) of one route template's
+// request series, by method and status class (methodLabels, classLabels):
+// a request finds its own by the template alone, one string, rather than
+// by hashing and comparing its three label values.
+type routeRequests [len(methodLabels)][len(classLabels)]atomic.Pointer[requestMetrics]
 
 type firstTokenKey struct{ route, model string }
 
@@ -218,6 +227,7 @@ func New(cfg Config) (*Metrics, error) {
 	m.requests = newMemo(func(k requestKey) requestMetrics {
 		return requestMetrics{m.httpRequests.WithLabelValues(k.method, k.route, k.class), m.httpDuration.WithLabelValues(k.method, k.route)}
 	})
+	m.routes = newMemo(func(string) *routeRequests { return new(routeRequests) })
 	m.firstTokens = newMemo(func(k firstTokenKey) prometheus.Observer {
 		return m.firstToken.WithLabelValues(k.route, k.model)
 	})
@@ -296,7 +306,9 @@ func (m *Metrics) agent(name string) string {
 // ObserveRequest records one finished HTTP request. route is the matched
 // route template ("" when none matched).
 func (m *Metrics) ObserveRequest(method, route string, status int, d time.Duration) {
-	r := m.requests.get(requestKey{methodLabel(method), routeLabel(route), statusClass(status)})
+	route = routeLabel(route)
+	mi, ci := methodIndex(method), classIndex(status)
+	r := handle(&m.routes.get(route)[mi][ci], m.requests, requestKey{methodLabels[mi], route, classLabels[ci]})
 	r.count.Inc()
 	r.duration.Observe(d.Seconds())
 }
@@ -419,26 +431,49 @@ func modelOutcome(err error) string {
 	return "error"
 }
 
-func statusClass(code int) string {
+// classLabels are the status classes, the status label's values,
+// indexed by classIndex.
+var classLabels = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// classIndex is the index in classLabels of code's class.
+func classIndex(code int) int {
 	switch {
 	case code >= 500:
-		return "5xx"
+		return 4
 	case code >= 400:
-		return "4xx"
+		return 3
 	case code >= 300:
-		return "3xx"
+		return 2
 	case code >= 200:
-		return "2xx"
+		return 1
 	}
-	return "1xx"
+	return 0
 }
 
-func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions:
-		return m
+// methodLabels are the method label's values, indexed by methodIndex:
+// the methods routes are served on, and Other.
+var methodLabels = [...]string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+	http.MethodHead, http.MethodOptions, Other}
+
+// methodIndex is the index in methodLabels of method's label.
+func methodIndex(method string) int {
+	switch method {
+	case http.MethodGet:
+		return 0
+	case http.MethodPost:
+		return 1
+	case http.MethodPut:
+		return 2
+	case http.MethodPatch:
+		return 3
+	case http.MethodDelete:
+		return 4
+	case http.MethodHead:
+		return 5
+	case http.MethodOptions:
+		return 6
 	}
-	return Other
+	return len(methodLabels) - 1
 }
 
 func routeLabel(route string) string {

@@ -178,3 +178,44 @@ func TestModelCallCounts(t *testing.T) {
 		t.Error("a kind of token never reported has a series")
 	}
 }
+
+// Requests count by method, route template and status class, each in its
+// own series, whatever order they arrive in; durations by method and
+// route.
+func TestRequestCounts(t *testing.T) {
+	m, err := metrics.New(metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chat = "/v1/chat/completions"
+	for _, r := range []struct {
+		method, route string
+		status        int
+	}{
+		{"POST", chat, 200}, {"POST", chat, 201}, {"POST", chat, 404}, {"GET", chat, 200}, {"PROPFIND", chat, 503},
+		{"POST", "/v1/responses", 200}, {"GET", "", 404}, {"OPTIONS", chat, 101}, {"HEAD", chat, 302},
+	} {
+		m.ObserveRequest(r.method, r.route, r.status, time.Millisecond)
+	}
+	for _, c := range []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{map[string]string{"method": "POST", "route": chat, "status": "2xx"}, 2},
+		{map[string]string{"method": "POST", "route": chat, "status": "4xx"}, 1},
+		{map[string]string{"method": "GET", "route": chat, "status": "2xx"}, 1},
+		{map[string]string{"method": "other", "route": chat, "status": "5xx"}, 1},
+		{map[string]string{"method": "POST", "route": "/v1/responses", "status": "2xx"}, 1},
+		{map[string]string{"method": "GET", "route": "unmatched", "status": "4xx"}, 1},
+		{map[string]string{"method": "OPTIONS", "route": chat, "status": "1xx"}, 1},
+		{map[string]string{"method": "HEAD", "route": chat, "status": "3xx"}, 1},
+		{map[string]string{"method": "DELETE", "route": chat, "status": "2xx"}, 0},
+	} {
+		if got := value(t, m, "agentgate_http_requests_total", c.labels); got != c.want {
+			t.Errorf("agentgate_http_requests_total%v = %v, want %v", c.labels, got, c.want)
+		}
+	}
+	if n := len(series(t, m, "agentgate_http_request_duration_seconds")); n != 7 {
+		t.Errorf("agentgate_http_request_duration_seconds has %d series, want 7 (by method and route)", n)
+	}
+}
