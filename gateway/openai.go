@@ -601,7 +601,7 @@ func (ca *chatAnswer) endsWithWrite() bool { return len(ca.enc.ToolCalls()) == 0
 func (ca *chatAnswer) event(ev *sessions.Event) error {
 	vis, err := visibleEvent(ev, ca.turn.invocationID())
 	if err == nil && vis != nil {
-		ca.enc.Event(vis)
+		ca.enc.Fold(vis)
 	}
 	return err
 }
