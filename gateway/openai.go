@@ -617,17 +617,10 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 	if ca.turn.echoSession { // never empty; the key canonical already (see begin)
 		c.Writer.Header()["X-Session-Id"] = []string{ca.turn.sessionID}
 	}
-	comp := ca.enc.Completion(run.Usage())
-	if comp.Agentgate.Author == "" {
-		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), ca.turn.invocationID()
-	}
 	buf := completionBufs.Get().(*[]byte)
 	defer completionBufs.Put(buf)
-	body, err := openaiwire.AppendCompletion((*buf)[:0], comp)
-	if err != nil {
-		writeOpenAIError(c, classify(err))
-		return
-	}
+	// A silent turn's completion is the first agent's.
+	body := ca.enc.AppendCompletion((*buf)[:0], run.Usage(), run.StartAgent(), ca.turn.invocationID())
 	writeJSON(c, body)
 	if cap(body) <= maxPooledCompletion {
 		*buf = body // keep what it grew to

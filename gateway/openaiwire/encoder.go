@@ -456,10 +456,37 @@ func (e *Encoder) ToolCalls() []EmittedToolCall {
 // usage from the given record (always present, whatever IncludeUsage says).
 // It is not for an encoder configured with Streamed.
 func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
+	c := e.complete().Completion()
+	c.Usage = UsageFrom(usage)
+	return c
+}
+
+// AppendCompletion appends the non-streaming response to dst as JSON:
+// byte for byte what AppendCompletion(dst, e.Completion(usage)) appends,
+// attributed to author and invocationID (as Start attributes the role
+// chunk) when no event was, written from the encoder without building the
+// ChatCompletion first. It is not for an encoder configured with
+// Streamed.
+func (e *Encoder) AppendCompletion(dst []byte, usage *genai.GenerateContentResponseUsageMetadata, author, invocationID string) []byte {
+	a := e.complete()
+	var text string
+	msg := a.message(&text, a.toolCalls) // only read: its tool calls need no copy
+	u, ext := UsageFrom(usage), a.extension()
+	if ext.Author == "" {
+		ext.Author, ext.InvocationID = author, invocationID
+	}
+	b := appendHead(dst, a.id, ObjectCompletion, a.created, a.model)
+	b = appendChoice(b, 0, &msg, a.finish)
+	return appendCompletionEnd(b, &u, &ext)
+}
+
+// complete ends the response, if Finish did not, and returns what its
+// chunks add up to.
+func (e *Encoder) complete() *Accumulator {
 	if !e.finished {
 		// Ended as Finish ends it, without its chunks: the completion
 		// takes what they would add (the finish reason; their usage is
-		// the one below) from the encoder.
+		// the caller's) from the encoder.
 		e.finish = e.FinishReason()
 		e.finished = true
 	}
@@ -470,9 +497,7 @@ func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) 
 	// or Fold.
 	a := &e.acc
 	a.id, a.model, a.created, a.ext, a.finish = e.cfg.ID, e.cfg.Model, e.cfg.Created, e.ext, e.finish
-	c := a.Completion()
-	c.Usage = UsageFrom(usage)
-	return c
+	return a
 }
 
 // Accumulator folds chunks into the ChatCompletion they add up to, as
@@ -559,20 +584,33 @@ func (a *Accumulator) Completion() *ChatCompletion {
 		choice [1]Choice
 		text   string
 	}{}
-	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
-	if cc.text = cmp.Or(a.text, a.more.String()); cc.text != "" || len(a.toolCalls) == 0 {
-		msg.Content = &cc.text
-	}
-	ext := a.ext
-	ext.TransferToAgent = a.transfer
+	msg := a.message(&cc.text, append([]ToolCall(nil), a.toolCalls...))
 	cc.choice[0] = Choice{Index: 0, Message: msg, FinishReason: a.finish}
 	c := &cc.c
-	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
+	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: a.extension(),
 		Choices: cc.choice[:]}
 	if a.usage != nil {
 		c.Usage = *a.usage
 	}
 	return c
+}
+
+// message is the completion's message, with calls (a.toolCalls, or a copy)
+// and its text in *text. Content is null when there are tool calls and no
+// text.
+func (a *Accumulator) message(text *string, calls []ToolCall) Message {
+	msg := Message{Role: "assistant", ToolCalls: calls}
+	if *text = cmp.Or(a.text, a.more.String()); *text != "" || len(calls) == 0 {
+		msg.Content = text
+	}
+	return msg
+}
+
+// extension is the last chunk's extension, with the latest transfer seen.
+func (a *Accumulator) extension() Extension {
+	ext := a.ext
+	ext.TransferToAgent = a.transfer
+	return ext
 }
 
 // DoneFrame ends every stream.

@@ -505,7 +505,8 @@ func TestEncoderGolden(t *testing.T) {
 }
 
 // TestEncoderFold: folding a turn's events gives the completion that the
-// same events given to Event give, without a chunk made.
+// same events given to Event give, without a chunk made, and
+// Encoder.AppendCompletion writes it as AppendCompletion does.
 func TestEncoderFold(t *testing.T) {
 	usage := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 7}
 	for name, events := range map[string][]*sessions.Event{
@@ -537,6 +538,23 @@ func TestEncoderFold(t *testing.T) {
 			}
 			if diff := cmp.Diff(got[0], got[1]); diff != "" {
 				t.Errorf("completion (-Event +Fold):\n%s", diff)
+			}
+			cfg := testConfig()
+			cfg.ClientTools = map[string]string{"open_file": "open_file"}
+			enc := NewEncoder(cfg)
+			for _, ev := range events {
+				enc.Fold(ev)
+			}
+			want := *got[1]
+			if want.Agentgate.Author == "" {
+				want.Agentgate.Author, want.Agentgate.InvocationID = "first", "inv-0"
+			}
+			wantJSON, err := AppendCompletion([]byte("x"), &want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotJSON := enc.AppendCompletion([]byte("x"), usage, "first", "inv-0"); string(gotJSON) != string(wantJSON) {
+				t.Errorf("Encoder.AppendCompletion wrote\n%s\nwant\n%s", gotJSON, wantJSON)
 			}
 		})
 	}
