@@ -609,7 +609,7 @@ func (ca *chatAnswer) endsWithWrite() bool { return len(ca.enc.ToolCalls()) == 0
 func (ca *chatAnswer) event(ev *sessions.Event) error {
 	vis, err := visibleEvent(ev, ca.turn.invocationID())
 	if err == nil && vis != nil {
-		ca.enc.Event(vis)
+		ca.enc.Fold(vis)
 	}
 	return err
 }
@@ -630,17 +630,10 @@ func (ca *chatAnswer) end(_ context.Context, err error) {
 		ca.sessionHeader[0] = ca.turn.sessionID
 		c.Writer.Header()["X-Session-Id"] = ca.sessionHeader[:]
 	}
-	comp := ca.enc.Completion(run.Usage())
-	if comp.Agentgate.Author == "" {
-		comp.Agentgate.Author, comp.Agentgate.InvocationID = run.StartAgent(), ca.turn.invocationID()
-	}
 	buf := completionBufs.Get().(*[]byte)
 	defer completionBufs.Put(buf)
-	body, err := openaiwire.AppendCompletion((*buf)[:0], comp)
-	if err != nil {
-		writeOpenAIError(c, classify(err))
-		return
-	}
+	// A silent turn's completion is the first agent's.
+	body := ca.enc.AppendCompletion((*buf)[:0], run.Usage(), run.StartAgent(), ca.turn.invocationID())
 	writeJSON(c, body)
 	if cap(body) <= maxPooledCompletion {
 		*buf = body // keep what it grew to

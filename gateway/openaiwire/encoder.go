@@ -55,8 +55,9 @@ type EmittedToolCall struct {
 
 // Encoder turns the runtime events of one user turn into OpenAI chunks. The
 // streaming path writes the chunks as they come; the non-streaming path
-// calls Completion at the end. It is pure: no I/O, and the only sources of
-// variation are the config's id generator and clock defaults.
+// folds the events in (Fold) and calls Completion at the end. It is pure:
+// no I/O, and the only sources of variation are the config's id generator
+// and clock defaults.
 //
 // Rules:
 //   - role "assistant" is set only on the first delta of the response;
@@ -87,8 +88,11 @@ type Encoder struct {
 	seenCalls map[string]bool    // runtime ids of client calls already sent
 	lastEnd   genai.FinishReason // of the latest non-partial event that had one
 	calls     []EmittedToolCall
-	acc       Accumulator
-	events    []ChatCompletionChunk // what Event returns, reused by the next call
+	// acc is what the chunks add up to (unless the response is
+	// streamed): text, tool calls and transfers folded in by Event or
+	// Fold as they come, the rest set by Completion.
+	acc    Accumulator
+	events []ChatCompletionChunk // what Event returns, reused by the next call
 	// texts and choices hold what Event's text chunks point to, reused by
 	// its next call as events is: a streamed delta allocates no chunk of
 	// its own.
@@ -151,34 +155,64 @@ func (e *Encoder) Start(author, invocationID string) []ChatCompletionChunk {
 // Event, which reuses them (as bufio.Scanner's Bytes does); a caller that
 // keeps chunks longer copies them.
 func (e *Encoder) Event(ev *sessions.Event) []ChatCompletionChunk {
+	return e.event(ev, true)
+}
+
+// Fold is Event for a response that is only answered whole (Completion):
+// it folds the event into the completion and makes none of its chunks,
+// which such a response would throw away. It is not for an encoder
+// configured with Streamed.
+func (e *Encoder) Fold(ev *sessions.Event) { e.event(ev, false) }
+
+// event is Event, which makes the chunks only when chunks is set; what
+// they add up to is folded into the completion (e.acc) as it goes, unless
+// the response is streamed.
+func (e *Encoder) event(ev *sessions.Event, chunks bool) []ChatCompletionChunk {
 	if e.finished || ev == nil || ev.Author == "user" {
 		return nil
 	}
 	e.ext = Extension{Author: ev.Author, InvocationID: ev.InvocationID}
-	out := e.events[:0]
-	e.texts, e.choices = e.texts[:0], e.choices[:0]
+	var out []ChatCompletionChunk
+	if chunks {
+		out = e.events[:0]
+		e.texts, e.choices = e.texts[:0], e.choices[:0]
+	}
 	key := turnKey{ev.Author, ev.Branch}
+	var text string
 	if ev.Partial {
-		if text := e.streamed.partial(key, ev.Text()); text != "" {
-			out = append(out, e.text(text))
-		}
+		text = e.streamed.partial(key, ev.Text())
 	} else {
-		if text := e.streamed.final(key, ev.Text()); text != "" {
+		text = e.streamed.final(key, ev.Text())
+	}
+	if text != "" {
+		if !e.cfg.Streamed {
+			e.acc.addText(text)
+		}
+		if chunks {
 			out = append(out, e.text(text))
 		}
+	}
+	if !ev.Partial {
 		for _, fc := range ev.FunctionCalls() {
-			out = append(out, e.toolCall(ev, fc)...)
+			out = e.toolCall(out, ev, fc, chunks)
 		}
 		if ev.FinishReason != "" {
 			e.lastEnd = ev.FinishReason
 		}
 	}
 	if to := ev.Actions.TransferToAgent; to != "" {
-		ext := e.ext
-		ext.TransferToAgent = to
-		out = append(out, e.chunk(Delta{}, nil, ext))
+		if !e.cfg.Streamed {
+			e.acc.transfer = to
+		}
+		if chunks {
+			ext := e.ext
+			ext.TransferToAgent = to
+			out = append(out, e.chunk(Delta{}, nil, ext))
+		}
 	}
-	e.events = out
+	if chunks {
+		e.events = out
+	}
 	return out
 }
 
@@ -280,20 +314,29 @@ func (e *Encoder) text(s string) ChatCompletionChunk {
 	return e.chunkIn(Delta{Content: &e.texts[len(e.texts)-1]}, nil, e.ext, e.choices[len(e.choices)-1:])
 }
 
-func (e *Encoder) toolCall(ev *sessions.Event, fc *genai.FunctionCall) []ChatCompletionChunk {
+// toolCall appends to out the chunks of a function call, when chunks is
+// set and the call is one the client is shown, and folds it into the
+// completion unless the response is streamed.
+func (e *Encoder) toolCall(out []ChatCompletionChunk, ev *sessions.Event, fc *genai.FunctionCall, chunks bool) []ChatCompletionChunk {
 	clientName, id, args, ok := clientCall(fc, e.cfg.ClientTools, &e.seenCalls, e.cfg.NewToolCallID)
 	if !ok {
-		return nil
+		return out
 	}
 	idx := len(e.calls)
 	e.calls = append(e.calls, EmittedToolCall{Index: idx, ID: id, FunctionCallID: fc.ID, Name: fc.Name,
 		ClientName: clientName, Author: ev.Author, InvocationID: ev.InvocationID})
+	if !e.cfg.Streamed {
+		e.acc.toolCalls = append(e.acc.toolCalls, ToolCall{ID: id, Type: "function",
+			Function: FunctionCall{Name: clientName, Arguments: args}})
+	}
+	if !chunks {
+		return out
+	}
 	head := ToolCallDelta{Index: idx, ID: id, Type: "function", Function: FunctionCallDelta{Name: clientName}}
 	body := ToolCallDelta{Index: idx, Function: FunctionCallDelta{Arguments: args}}
-	return []ChatCompletionChunk{
+	return append(out,
 		e.chunk(Delta{ToolCalls: []ToolCallDelta{head}}, nil, e.ext),
-		e.chunk(Delta{ToolCalls: []ToolCallDelta{body}}, nil, e.ext),
-	}
+		e.chunk(Delta{ToolCalls: []ToolCallDelta{body}}, nil, e.ext))
 }
 
 // clientCall decides how a function call is shown: ok is false when it is
@@ -329,7 +372,7 @@ func clientCall(fc *genai.FunctionCall, clientTools map[string]string, seen *map
 }
 
 // chunk builds a one-choice chunk, adding the role to the response's first
-// delta, and folds it into the completion (see accumulate).
+// delta.
 func (e *Encoder) chunk(d Delta, finish *FinishReason, ext Extension) ChatCompletionChunk {
 	return e.chunkIn(d, finish, ext, make([]ChunkChoice, 1))
 }
@@ -347,15 +390,7 @@ func (e *Encoder) chunkIn(d Delta, finish *FinishReason, ext Extension, choices 
 	c := e.base(ext)
 	choices[0] = ChunkChoice{Index: 0, Delta: d, FinishReason: finish}
 	c.Choices = choices
-	e.accumulate(c)
 	return c
-}
-
-// accumulate folds c into the completion, unless the response is streamed.
-func (e *Encoder) accumulate(c ChatCompletionChunk) {
-	if !e.cfg.Streamed {
-		e.acc.Add(c)
-	}
 }
 
 func (e *Encoder) base(ext Extension) ChatCompletionChunk {
@@ -383,7 +418,6 @@ func (e *Encoder) Finish(usage *genai.GenerateContentResponseUsageMetadata) []Ch
 		c := e.base(e.ext)
 		c.Choices = []ChunkChoice{}
 		c.Usage = &u
-		e.accumulate(c)
 		out = append(out, c)
 	}
 	return out
@@ -422,14 +456,48 @@ func (e *Encoder) ToolCalls() []EmittedToolCall {
 // usage from the given record (always present, whatever IncludeUsage says).
 // It is not for an encoder configured with Streamed.
 func (e *Encoder) Completion(usage *genai.GenerateContentResponseUsageMetadata) *ChatCompletion {
-	if !e.finished {
-		// Finish's chunk, folded in without the chunks Finish returns
-		// (its usage chunk would add nothing the usage below does not).
-		e.end()
-	}
-	c := e.acc.Completion()
+	c := e.complete().Completion()
 	c.Usage = UsageFrom(usage)
 	return c
+}
+
+// AppendCompletion appends the non-streaming response to dst as JSON:
+// byte for byte what AppendCompletion(dst, e.Completion(usage)) appends,
+// attributed to author and invocationID (as Start attributes the role
+// chunk) when no event was, written from the encoder without building the
+// ChatCompletion first. It is not for an encoder configured with
+// Streamed.
+func (e *Encoder) AppendCompletion(dst []byte, usage *genai.GenerateContentResponseUsageMetadata, author, invocationID string) []byte {
+	a := e.complete()
+	var text string
+	msg := a.message(&text, a.toolCalls) // only read: its tool calls need no copy
+	u, ext := UsageFrom(usage), a.extension()
+	if ext.Author == "" {
+		ext.Author, ext.InvocationID = author, invocationID
+	}
+	b := appendHead(dst, a.id, ObjectCompletion, a.created, a.model)
+	b = appendChoice(b, 0, &msg, a.finish)
+	return appendCompletionEnd(b, &u, &ext)
+}
+
+// complete ends the response, if Finish did not, and returns what its
+// chunks add up to.
+func (e *Encoder) complete() *Accumulator {
+	if !e.finished {
+		// Ended as Finish ends it, without its chunks: the completion
+		// takes what they would add (the finish reason; their usage is
+		// the caller's) from the encoder.
+		e.finish = e.FinishReason()
+		e.finished = true
+	}
+	// The rest of what the chunks add up to is the encoder's own: every
+	// chunk has the response's id, model and time, and the last one (the
+	// finish chunk, or Finish's usage chunk after it) the latest event's
+	// extension; text, tool calls and transfers were folded in by Event
+	// or Fold.
+	a := &e.acc
+	a.id, a.model, a.created, a.ext, a.finish = e.cfg.ID, e.cfg.Model, e.cfg.Created, e.ext, e.finish
+	return a
 }
 
 // Accumulator folds chunks into the ChatCompletion they add up to, as
@@ -516,20 +584,33 @@ func (a *Accumulator) Completion() *ChatCompletion {
 		choice [1]Choice
 		text   string
 	}{}
-	msg := Message{Role: "assistant", ToolCalls: append([]ToolCall(nil), a.toolCalls...)}
-	if cc.text = cmp.Or(a.text, a.more.String()); cc.text != "" || len(a.toolCalls) == 0 {
-		msg.Content = &cc.text
-	}
-	ext := a.ext
-	ext.TransferToAgent = a.transfer
+	msg := a.message(&cc.text, append([]ToolCall(nil), a.toolCalls...))
 	cc.choice[0] = Choice{Index: 0, Message: msg, FinishReason: a.finish}
 	c := &cc.c
-	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: ext,
+	*c = ChatCompletion{ID: a.id, Object: ObjectCompletion, Created: a.created, Model: a.model, Agentgate: a.extension(),
 		Choices: cc.choice[:]}
 	if a.usage != nil {
 		c.Usage = *a.usage
 	}
 	return c
+}
+
+// message is the completion's message, with calls (a.toolCalls, or a copy)
+// and its text in *text. Content is null when there are tool calls and no
+// text.
+func (a *Accumulator) message(text *string, calls []ToolCall) Message {
+	msg := Message{Role: "assistant", ToolCalls: calls}
+	if *text = cmp.Or(a.text, a.more.String()); *text != "" || len(calls) == 0 {
+		msg.Content = text
+	}
+	return msg
+}
+
+// extension is the last chunk's extension, with the latest transfer seen.
+func (a *Accumulator) extension() Extension {
+	ext := a.ext
+	ext.TransferToAgent = a.transfer
+	return ext
 }
 
 // DoneFrame ends every stream.

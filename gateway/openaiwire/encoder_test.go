@@ -504,6 +504,62 @@ func TestEncoderGolden(t *testing.T) {
 	}
 }
 
+// TestEncoderFold: folding a turn's events gives the completion that the
+// same events given to Event give, without a chunk made, and
+// Encoder.AppendCompletion writes it as AppendCompletion does.
+func TestEncoderFold(t *testing.T) {
+	usage := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 7}
+	for name, events := range map[string][]*sessions.Event{
+		"none": nil,
+		"text": {final("root", genai.FinishReasonStop, textPart("Hello!"))},
+		"partials": {partial("root", textPart("Hel")), partial("root", textPart("lo")),
+			final("root", genai.FinishReasonMaxTokens, textPart("Hello!"))},
+		"calls": {partial("coordinator", textPart("Let me open it.")),
+			final("coordinator", genai.FinishReasonStop, textPart("Let me open it."),
+				callPart("call_abc", "open_file", map[string]any{"path": "a.txt"}), callPart("", "open_file", nil),
+				callPart("x", "internal", nil))},
+		"transfer": {final("root", "", textPart("Passing you on.")), transferTo("root", "t1", "billing"),
+			final("billing", genai.FinishReasonSafety), {Author: "user", InvocationID: testInv}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got [2]*ChatCompletion
+			for i := range got {
+				cfg := testConfig()
+				cfg.ClientTools = map[string]string{"open_file": "open_file"}
+				enc := NewEncoder(cfg)
+				for _, ev := range events {
+					if i == 0 {
+						enc.Event(ev)
+					} else {
+						enc.Fold(ev)
+					}
+				}
+				got[i] = enc.Completion(usage)
+			}
+			if diff := cmp.Diff(got[0], got[1]); diff != "" {
+				t.Errorf("completion (-Event +Fold):\n%s", diff)
+			}
+			cfg := testConfig()
+			cfg.ClientTools = map[string]string{"open_file": "open_file"}
+			enc := NewEncoder(cfg)
+			for _, ev := range events {
+				enc.Fold(ev)
+			}
+			want := *got[1]
+			if want.Agentgate.Author == "" {
+				want.Agentgate.Author, want.Agentgate.InvocationID = "first", "inv-0"
+			}
+			wantJSON, err := AppendCompletion([]byte("x"), &want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotJSON := enc.AppendCompletion([]byte("x"), usage, "first", "inv-0"); string(gotJSON) != string(wantJSON) {
+				t.Errorf("Encoder.AppendCompletion wrote\n%s\nwant\n%s", gotJSON, wantJSON)
+			}
+		})
+	}
+}
+
 func TestEncoderToolCallMapping(t *testing.T) {
 	cfg := testConfig()
 	cfg.ClientTools = map[string]string{"refund": "billing__refund"}

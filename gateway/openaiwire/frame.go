@@ -142,40 +142,52 @@ func appendCompletion(b []byte, c *ChatCompletion) []byte {
 			b = append(b, ',')
 		}
 		ch := &c.Choices[i]
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(ch.Index), 10)
-		b = append(b, `,"message":{"role":`...)
-		b = appendString(b, ch.Message.Role)
-		b = append(b, `,"content":`...)
-		b = appendStringOrNull(b, ch.Message.Content)
-		b = append(b, `,"refusal":`...)
-		b = appendStringOrNull(b, ch.Message.Refusal)
-		if len(ch.Message.ToolCalls) > 0 {
-			b = append(b, `,"tool_calls":[`...)
-			for j := range ch.Message.ToolCalls {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				tc := &ch.Message.ToolCalls[j]
-				b = append(b, `{"id":`...)
-				b = appendString(b, tc.ID)
-				b = append(b, `,"type":`...)
-				b = appendString(b, tc.Type)
-				b = append(b, `,"function":{"name":`...)
-				b = appendString(b, tc.Function.Name)
-				b = append(b, `,"arguments":`...)
-				b = appendString(b, tc.Function.Arguments)
-				b = append(b, "}}"...)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, `},"logprobs":null,"finish_reason":`...)
-		b = appendString(b, string(ch.FinishReason))
-		b = append(b, '}')
+		b = appendChoice(b, ch.Index, &ch.Message, ch.FinishReason)
 	}
+	return appendCompletionEnd(b, &c.Usage, &c.Agentgate)
+}
+
+// appendChoice writes a completion's choice of index, message and finish
+// reason, its Logprobs nil.
+func appendChoice(b []byte, index int, m *Message, finish FinishReason) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"message":{"role":`...)
+	b = appendString(b, m.Role)
+	b = append(b, `,"content":`...)
+	b = appendStringOrNull(b, m.Content)
+	b = append(b, `,"refusal":`...)
+	b = appendStringOrNull(b, m.Refusal)
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for j := range m.ToolCalls {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			tc := &m.ToolCalls[j]
+			b = append(b, `{"id":`...)
+			b = appendString(b, tc.ID)
+			b = append(b, `,"type":`...)
+			b = appendString(b, tc.Type)
+			b = append(b, `,"function":{"name":`...)
+			b = appendString(b, tc.Function.Name)
+			b = append(b, `,"arguments":`...)
+			b = appendString(b, tc.Function.Arguments)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = appendString(b, string(finish))
+	return append(b, '}')
+}
+
+// appendCompletionEnd writes what of a completion follows its choices:
+// the end of their array, the usage and the extension.
+func appendCompletionEnd(b []byte, u *Usage, e *Extension) []byte {
 	b = append(b, `],"usage":`...)
-	b = appendUsage(b, &c.Usage)
-	b = appendExtension(b, &c.Agentgate)
+	b = appendUsage(b, u)
+	b = appendExtension(b, e)
 	return append(b, '}')
 }
 

@@ -261,6 +261,27 @@ func (p *chatRequest) encode() ([]byte, error) {
 			return nil, err
 		}
 	}
+	if p.MaxCompletionTokens != 0 || p.Seed != nil || len(p.Stop) > 0 {
+		b = p.appendLimits(b)
+	}
+	if p.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	if p.StreamOptions != nil {
+		b = append(b, `,"stream_options":{"include_usage":`...)
+		b = strconv.AppendBool(b, p.StreamOptions.IncludeUsage)
+		b = append(b, '}')
+	}
+	if p.ParallelToolCalls != nil || p.ReasoningEffort != "" || p.Verbosity != "" || p.ServiceTier != "" {
+		b = p.appendOptions(b)
+	}
+	return append(b, '}'), nil
+}
+
+// appendLimits appends max_completion_tokens, seed and stop, those set:
+// apart from encode, as appendOpen, so that a request without them runs
+// none of their code.
+func (p *chatRequest) appendLimits(b []byte) []byte {
 	if p.MaxCompletionTokens != 0 {
 		b = append(b, `,"max_completion_tokens":`...)
 		b = strconv.AppendInt(b, p.MaxCompletionTokens, 10)
@@ -279,22 +300,19 @@ func (p *chatRequest) encode() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if p.Stream {
-		b = append(b, `,"stream":true`...)
-	}
-	if p.StreamOptions != nil {
-		b = append(b, `,"stream_options":{"include_usage":`...)
-		b = strconv.AppendBool(b, p.StreamOptions.IncludeUsage)
-		b = append(b, '}')
-	}
+	return b
+}
+
+// appendOptions appends parallel_tool_calls, reasoning_effort, verbosity
+// and service_tier, those set (see appendLimits).
+func (p *chatRequest) appendOptions(b []byte) []byte {
 	if p.ParallelToolCalls != nil {
 		b = append(b, `,"parallel_tool_calls":`...)
 		b = strconv.AppendBool(b, *p.ParallelToolCalls)
 	}
 	b = strMember(b, `,"reasoning_effort":`, p.ReasoningEffort)
 	b = strMember(b, `,"verbosity":`, p.Verbosity)
-	b = strMember(b, `,"service_tier":`, p.ServiceTier)
-	return append(b, '}'), nil
+	return strMember(b, `,"service_tier":`, p.ServiceTier)
 }
 
 // appendOpen appends tool_choice, response_format and the sampling
@@ -479,6 +497,15 @@ func appendValue(b []byte, v any) ([]byte, error) {
 
 // generationSettings copies the sampling knobs that chat completions know.
 func generationSettings(p *chatRequest, cfg *genai.GenerateContentConfig) {
+	if cfg.Temperature == nil && cfg.TopP == nil && cfg.PresencePenalty == nil && cfg.FrequencyPenalty == nil &&
+		cfg.MaxOutputTokens <= 0 && cfg.Seed == nil && cfg.StopSequences == nil {
+		return // most requests: the test inlined in newParams
+	}
+	setGeneration(p, cfg)
+}
+
+// setGeneration is generationSettings of a config that sets any knob.
+func setGeneration(p *chatRequest, cfg *genai.GenerateContentConfig) {
 	widened := func(f *float32) *float64 {
 		if f == nil {
 			return nil
