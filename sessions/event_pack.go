@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"time"
 
 	"google.golang.org/genai"
@@ -179,11 +180,9 @@ func appendUvarints(b []byte, vs ...uint64) []byte {
 // packedStringLen is how many bytes appendPackedStrings appends for s.
 func packedStringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 
-// uvarintLen is how many bytes binary.AppendUvarint appends for v.
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
-}
+// uvarintLen is how many bytes binary.AppendUvarint appends for v: one
+// for each 7 bits of it, and one for 0.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 var errPacked = errors.New("sessions: malformed packed event")
 
