@@ -25,6 +25,7 @@ func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
 	s := &instrumentedStore{svc: svc, m: m}
 	if b, ok := svc.(sessions.BatchAppender); ok {
 		bs := &instrumentedBatchStore{instrumentedStore: s, b: b}
+		bs.r, _ = b.(sessions.ReleasingAppender)
 		if e, ok := svc.(sessions.EndingAppender); ok {
 			return &instrumentedEndingStore{instrumentedBatchStore: bs, e: e}
 		}
@@ -99,6 +100,7 @@ func (s *instrumentedStore) AppendEvent(ctx context.Context, sess *sessions.Sess
 type instrumentedBatchStore struct {
 	*instrumentedStore
 	b sessions.BatchAppender
+	r sessions.ReleasingAppender // b, when it is one: found once, not at each call
 }
 
 var (
@@ -114,11 +116,10 @@ func (s *instrumentedBatchStore) AppendEvents(ctx context.Context, sess *session
 // store's, when it is one, else AppendEvents (the lease is left to its
 // holder). Counted as one "append_event" operation.
 func (s *instrumentedBatchStore) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
-	ra, ok := s.b.(sessions.ReleasingAppender)
-	if !ok {
+	if s.r == nil {
 		return s.AppendEvents(ctx, sess, evs)
 	}
-	return s.appendEvents(evs, func() error { return ra.AppendEventsRelease(ctx, sess, evs, lease) })
+	return s.appendEvents(evs, func() error { return s.r.AppendEventsRelease(ctx, sess, evs, lease) })
 }
 
 // instrumentedEndingStore is the wrapper of a store that is a
