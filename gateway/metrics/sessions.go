@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -259,11 +260,13 @@ func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID s
 }
 
 // instrumentedLease counts its first Release as "unlock" and each Renew as
-// "renew".
+// "renew". The first Release wins a compare-and-swap, as the memory
+// store's own lease does: its holder calls it from one goroutine at a
+// time.
 type instrumentedLease struct {
 	sessions.Lease
-	m    *Metrics
-	once sync.Once
+	m        *Metrics
+	released atomic.Bool
 }
 
 func (l *instrumentedLease) Renew(ctx context.Context) error {
@@ -274,11 +277,12 @@ func (l *instrumentedLease) Renew(ctx context.Context) error {
 }
 
 func (l *instrumentedLease) Release() {
-	l.once.Do(func() {
-		start := time.Now()
-		l.Lease.Release()
-		l.m.storeOp(opUnlock, start, nil)
-	})
+	if !l.released.CompareAndSwap(false, true) {
+		return
+	}
+	start := time.Now()
+	l.Lease.Release()
+	l.m.storeOp(opUnlock, start, nil)
 }
 
 // Unwrap returns the wrapped lease, for the store to recognise its own
