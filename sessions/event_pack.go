@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"time"
 
 	"google.golang.org/genai"
@@ -48,27 +49,25 @@ func (e *Event) appendPacked(b []byte, stamped bool) []byte {
 		flags |= packUsage
 	}
 	b = append(b, flags)
-	for _, s := range e.packedStrings() {
-		b = appendPackedString(b, s)
-	}
+	strs := e.packedStrings()
+	b = appendPackedStrings(b, strs[:]...)
 	if stamped {
-		b = binary.AppendUvarint(b, uint64(e.Timestamp.UnixMicro())) // before 1970: 10 bytes
+		b = appendUvarints(b, uint64(e.Timestamp.UnixMicro())) // before 1970: 10 bytes
 	}
 	if e.Content != nil {
-		b = appendPackedString(b, e.Content.Role)
-		b = binary.AppendUvarint(b, uint64(len(e.Content.Parts)))
+		b = appendPackedStrings(b, e.Content.Role)
+		b = appendUvarints(b, uint64(len(e.Content.Parts)))
 		for _, p := range e.Content.Parts {
 			thought := byte(0)
 			if p.Thought {
 				thought = 1
 			}
-			b = appendPackedString(append(b, thought), p.Text)
+			b = appendPackedStrings(append(b, thought), p.Text)
 		}
 	}
 	if u := e.UsageMetadata; u != nil {
-		for _, n := range packedCounts(u) {
-			b = binary.AppendUvarint(b, uint64(uint32(n)))
-		}
+		counts := packedCounts(u)
+		b = appendUvarints(b, counts[:]...)
 	}
 	return b
 }
@@ -79,17 +78,21 @@ func (e *Event) packedStrings() [8]string {
 }
 
 // packedCounts are the token counts AppendPacked packs of a usage, in
-// order.
-func packedCounts(u *genai.GenerateContentResponseUsageMetadata) [6]int32 {
-	return [6]int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
-		u.ThoughtsTokenCount, u.ToolUsePromptTokenCount}
+// order, as the uvarints it packs (of their 32 bits).
+func packedCounts(u *genai.GenerateContentResponseUsageMetadata) [6]uint64 {
+	var out [6]uint64
+	for i, n := range [6]int32{u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.CachedContentTokenCount,
+		u.ThoughtsTokenCount, u.ToolUsePromptTokenCount} {
+		out[i] = uint64(uint32(n))
+	}
+	return out
 }
 
 // packedLen is how many bytes AppendPacked packs e in, 0 when it cannot
 // pack it; stamped false counts e as if its Timestamp were zero (the
 // memory store packs its events without). It lets the store make room
-// for a batch once, where AppendPacked, which appends a field at a time,
-// would grow the bytes a few times over.
+// for a session's first batch once, where AppendPacked, which appends a
+// field at a time, would grow the bytes from nothing a few times over.
 func (e *Event) packedLen(stamped bool) int {
 	if !e.packable() {
 		return 0
@@ -109,7 +112,7 @@ func (e *Event) packedLen(stamped bool) int {
 	}
 	if u := e.UsageMetadata; u != nil {
 		for _, c := range packedCounts(u) {
-			n += uvarintLen(uint64(uint32(c)))
+			n += uvarintLen(c)
 		}
 	}
 	return n
@@ -148,19 +151,38 @@ func (e *Event) packable() bool {
 	return true
 }
 
-func appendPackedString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
+// appendPackedStrings appends each of ss with its length before it. It
+// and appendUvarints are kept out of line, and take all the values of a
+// kind that appendPacked has at hand in one call: inlined at each of
+// their call sites they made appendPacked over twice the size, and an
+// event packed on a cold turn (the store's, the run log's) fetches every
+// line of it.
+//
+//go:noinline
+func appendPackedStrings(b []byte, ss ...string) []byte {
+	for _, s := range ss {
+		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+	}
+	return b
 }
 
-// packedStringLen is how many bytes appendPackedString appends for s.
+// appendUvarints appends each of vs as a uvarint (see
+// appendPackedStrings).
+//
+//go:noinline
+func appendUvarints(b []byte, vs ...uint64) []byte {
+	for _, v := range vs {
+		b = binary.AppendUvarint(b, v)
+	}
+	return b
+}
+
+// packedStringLen is how many bytes appendPackedStrings appends for s.
 func packedStringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 
-// uvarintLen is how many bytes binary.AppendUvarint appends for v.
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
-}
+// uvarintLen is how many bytes binary.AppendUvarint appends for v: one
+// for each 7 bits of it, and one for 0.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 var errPacked = errors.New("sessions: malformed packed event")
 

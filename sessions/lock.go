@@ -89,9 +89,11 @@ func UnwrapLease(l Lease) Lease {
 
 // onceLease is a Lease whose Release calls r's release once; it never
 // expires, and Renew succeeds until Release has been called. What release
-// needs is in r, so that a lease is one allocation.
+// needs is in r, so that a lease is one allocation. The first Release
+// wins a compare-and-swap and releases; a later one returns at once (its
+// holder calls Release from one goroutine at a time: a sync.Once, whose
+// later callers wait for the first, bought nothing but its code).
 type onceLease[R interface{ release() }] struct {
-	once     sync.Once
 	released atomic.Bool
 	r        R
 }
@@ -104,10 +106,9 @@ func (l *onceLease[R]) Renew(context.Context) error {
 }
 
 func (l *onceLease[R]) Release() {
-	l.once.Do(func() {
-		l.released.Store(true)
+	if l.released.CompareAndSwap(false, true) {
 		l.r.release()
-	})
+	}
 }
 
 // LockingGetter is implemented by stores that take a session's run lock
@@ -327,11 +328,11 @@ type heldLock struct {
 // release frees the lock, unless another holder has it by now.
 func (h heldLock) release() {
 	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
 	if st := h.st; st.held && st.gen == h.gen {
 		st.held = false
 		h.l.changedLocked(st)
 	}
+	h.l.mu.Unlock()
 }
 
 // changedLocked wakes st's waiters, and drops st from the locker when it

@@ -538,11 +538,19 @@ func (s *MemoryService) AppendEvents(ctx context.Context, sess *Session, evs []*
 	}
 	s.renew(ms)
 	ms.events = slices.Grow(ms.events, len(evs))
-	need := 0
-	for _, ev := range evs {
-		need += ev.packedLen(false) // store packs them without their timestamps
+	if cap(ms.packed) == 0 {
+		// A session's first batch gets room for exactly its packed
+		// bytes, where packing a field at a time would grow them from
+		// nothing a few times over. Later batches pack straight in,
+		// growing the bytes as append grows a slice (to twice the size,
+		// then by a quarter and more): once every few turns, where sizing
+		// every batch first walked each turn's events twice.
+		need := 0
+		for _, ev := range evs {
+			need += ev.packedLen(false) // store packs them without their timestamps
+		}
+		ms.packed = make([]byte, 0, need)
 	}
-	ms.packed = slices.Grow(ms.packed, need)
 	sess.Events = slices.Grow(sess.Events, len(evs))
 	for _, ev := range evs {
 		ms.store(ev) // Storable trimmed it: ApplyEvent changes nothing

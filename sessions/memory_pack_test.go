@@ -2,7 +2,9 @@ package sessions_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +94,45 @@ func TestMemoryServicePackedEvents(t *testing.T) {
 	for n := 1; n < len(evs); n++ {
 		if tail := read(sessions.Window{NumRecentEvents: n}); !reflect.DeepEqual(tail, evs[len(evs)-n:]) {
 			t.Errorf("the last %d events:\n%+v\nwant\n%+v", n, tail, evs[len(evs)-n:])
+		}
+	}
+}
+
+// Batches after a session's first pack straight into its packed bytes,
+// which grow as they fill, also in the middle of an event: every event
+// reads back as appended, whatever the batch it came in and however large
+// (the 4 KiB text outgrows a growth), and a window that starts inside any
+// batch reads its events alone.
+func TestMemoryServicePackedBatches(t *testing.T) {
+	ctx := context.Background()
+	svc := sessions.NewMemoryService(sessions.MemoryConfig{})
+	sess, err := svc.Create(ctx, sessions.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var all []*sessions.Event
+	for i, text := range []string{"a", "a question", strings.Repeat("long ", 820), "b", "thanks", strings.Repeat("x", 300)} {
+		batch := []*sessions.Event{
+			{ID: fmt.Sprint("u", i), InvocationID: "i", Author: "user", Timestamp: ts, Content: genai.NewContentFromText(text, genai.RoleUser)},
+			{ID: fmt.Sprint("m", i), InvocationID: "i", Author: "model", Timestamp: ts, TurnComplete: true,
+				Content:       genai.NewContentFromText("re: "+text, genai.RoleModel),
+				UsageMetadata: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: int32(i), TotalTokenCount: 1 << 20}},
+		}
+		if err := svc.AppendEvents(ctx, sess, batch); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, batch...)
+	}
+	req := sessions.GetRequest{AppName: "app", UserID: "u", SessionID: "s"}
+	for n := 1; n <= len(all); n++ {
+		req.Window = sessions.Window{NumRecentEvents: n}
+		got, err := svc.Get(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := all[len(all)-n:]; !reflect.DeepEqual(got.Events, want) {
+			t.Fatalf("the last %d events:\n%+v\nwant\n%+v", n, got.Events, want)
 		}
 	}
 }

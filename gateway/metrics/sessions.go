@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentgate/agentgate/sessions"
@@ -25,6 +26,7 @@ func (m *Metrics) Sessions(svc sessions.Service) sessions.Service {
 	s := &instrumentedStore{svc: svc, m: m}
 	if b, ok := svc.(sessions.BatchAppender); ok {
 		bs := &instrumentedBatchStore{instrumentedStore: s, b: b}
+		bs.r, _ = b.(sessions.ReleasingAppender)
 		if e, ok := svc.(sessions.EndingAppender); ok {
 			return &instrumentedEndingStore{instrumentedBatchStore: bs, e: e}
 		}
@@ -99,6 +101,7 @@ func (s *instrumentedStore) AppendEvent(ctx context.Context, sess *sessions.Sess
 type instrumentedBatchStore struct {
 	*instrumentedStore
 	b sessions.BatchAppender
+	r sessions.ReleasingAppender // b, when it is one: found once, not at each call
 }
 
 var (
@@ -114,11 +117,10 @@ func (s *instrumentedBatchStore) AppendEvents(ctx context.Context, sess *session
 // store's, when it is one, else AppendEvents (the lease is left to its
 // holder). Counted as one "append_event" operation.
 func (s *instrumentedBatchStore) AppendEventsRelease(ctx context.Context, sess *sessions.Session, evs []*sessions.Event, lease sessions.Lease) error {
-	ra, ok := s.b.(sessions.ReleasingAppender)
-	if !ok {
+	if s.r == nil {
 		return s.AppendEvents(ctx, sess, evs)
 	}
-	return s.appendEvents(evs, func() error { return ra.AppendEventsRelease(ctx, sess, evs, lease) })
+	return s.appendEvents(evs, func() error { return s.r.AppendEventsRelease(ctx, sess, evs, lease) })
 }
 
 // instrumentedEndingStore is the wrapper of a store that is a
@@ -258,11 +260,13 @@ func (l *instrumentedLocker) Acquire(ctx context.Context, app, user, sessionID s
 }
 
 // instrumentedLease counts its first Release as "unlock" and each Renew as
-// "renew".
+// "renew". The first Release wins a compare-and-swap, as the memory
+// store's own lease does: its holder calls it from one goroutine at a
+// time.
 type instrumentedLease struct {
 	sessions.Lease
-	m    *Metrics
-	once sync.Once
+	m        *Metrics
+	released atomic.Bool
 }
 
 func (l *instrumentedLease) Renew(ctx context.Context) error {
@@ -273,11 +277,12 @@ func (l *instrumentedLease) Renew(ctx context.Context) error {
 }
 
 func (l *instrumentedLease) Release() {
-	l.once.Do(func() {
-		start := time.Now()
-		l.Lease.Release()
-		l.m.storeOp(opUnlock, start, nil)
-	})
+	if !l.released.CompareAndSwap(false, true) {
+		return
+	}
+	start := time.Now()
+	l.Lease.Release()
+	l.m.storeOp(opUnlock, start, nil)
 }
 
 // Unwrap returns the wrapped lease, for the store to recognise its own
