@@ -40,8 +40,10 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if note := unavailableNote(tools.unavailable); note != "" {
 		dynamic = joinNonEmpty("\n\n", dynamic, note)
 	}
-	if note := a.paramsNote(inv); note != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, note)
+	if len(a.cfg.Parameters) > 0 {
+		if note := a.paramsNote(inv); note != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, note)
+		}
 	}
 	contents := a.contents(inv, mr.contents[:0])
 	if a.cfg.StaticInstruction != "" {

@@ -349,14 +349,17 @@ func (r *Runner) session(ctx context.Context, in *runInput) (*sessions.Session, 
 // turn runs one user turn of a tree over one session: the top-level turn of
 // a Runner, or a call of an AgentTool in its sub-conversation.
 type turn struct {
-	root        Agent
-	index       *treeIndex
-	svc         *services
-	cfg         RunConfig
-	llmCalls    *atomic.Int64
-	usage       *usageTotal
-	params      *Params
-	routeRoot   bool
+	root      Agent
+	index     *treeIndex
+	svc       *services
+	cfg       RunConfig
+	llmCalls  *atomic.Int64
+	usage     *usageTotal
+	params    *Params
+	routeRoot bool
+	// madeInvID: route made the invocation's id (a new invocation, not
+	// named by newInvID).
+	madeInvID   bool
 	clientTools []*genai.FunctionDeclaration
 	overrides   *Overrides
 	// invID is fixed for sub-conversations; empty means generate or resume.
@@ -370,9 +373,6 @@ type turn struct {
 	secrets    *secretSet
 	// newInvID, when set, is the id of a new (not resumed) invocation.
 	newInvID string
-	// madeInvID: route made the invocation's id (a new invocation, not
-	// named by newInvID).
-	madeInvID bool
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
