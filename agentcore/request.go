@@ -34,11 +34,15 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if o != nil && o.Instruction != "" && a == inv.sh.root {
 		dynamic = joinNonEmpty("\n\n", dynamic, o.Instruction)
 	}
-	if roster := a.roster(inv, tools); roster != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, roster)
-	}
-	if note := unavailableNote(tools.unavailable); note != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, note)
+	if tools != noTools {
+		// A call that offers no tools has no roster (no transfer tool)
+		// and no toolset that failed to tell of.
+		if roster := a.roster(inv, tools); roster != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, roster)
+		}
+		if note := unavailableNote(tools.unavailable); note != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, note)
+		}
 	}
 	if len(a.cfg.Parameters) > 0 {
 		if note := a.paramsNote(inv); note != "" {
@@ -69,6 +73,19 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 			req.Options.SchemaName, req.Options.SchemaStrict = o.Options.SchemaName, o.Options.SchemaStrict
 		}
 	}
+	if len(tools.list) > 0 {
+		if err := a.offerTools(ctx, inv, tools, req, o); err != nil {
+			return nil, err
+		}
+	}
+	return mr, nil
+}
+
+// offerTools declares tools' functions in req and lets the tools that
+// process requests adjust it: buildRequest's step for a call that offers
+// tools (o: the turn's overrides, nil when none).
+func (a *LlmAgent) offerTools(ctx context.Context, inv *Invocation, tools *turnTools, req *model.Request, o *Overrides) error {
+	cfg := req.Config
 	var decls []*genai.FunctionDeclaration
 	var own []string // the names of the functions that are not the client's
 	client := false  // a function of the client is offered
@@ -100,11 +117,11 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 				rc = &ReadonlyContext{inv: inv}
 			}
 			if err := rp.ProcessRequest(ctx, rc, req); err != nil {
-				return nil, fmt.Errorf("tool %s: %w", t.Name(), err)
+				return fmt.Errorf("tool %s: %w", t.Name(), err)
 			}
 		}
 	}
-	return mr, nil
+	return nil
 }
 
 // modelRequest is what buildRequest allocates for one model request, in
@@ -145,6 +162,9 @@ func (mr *modelRequest) system(text string) *genai.Content {
 // dynamicInstruction is global instruction + instruction, templated (a
 // provider's result is used verbatim).
 func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (string, error) {
+	if a.plain && (a.cfg.GlobalInstruction != "" || a == inv.sh.root) {
+		return a.instruction, nil // joined by NewLlmAgent
+	}
 	var cc *CallbackContext // made when a template or the provider needs it
 	state := func() *CallbackContext {
 		if cc == nil {

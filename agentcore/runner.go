@@ -307,15 +307,19 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 // events runs the turn of rs, yielding its events.
 func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.Event, error) bool) {
 	in, t := &rs.in, &rs.t
-	sess, err := r.session(ctx, in)
-	if err != nil {
-		yield(nil, err)
-		return
+	sess := in.session
+	if sess == nil || sess.ID != in.sessionID || sess.AppName != r.cfg.AppName || sess.UserID != in.userID {
+		// Not the caller's (RunRequest.Session): read or created here.
+		var err error
+		if sess, err = r.session(ctx, in); err != nil {
+			yield(nil, err)
+			return
+		}
 	}
 	// Parameters stored with the session, under this request's (which
 	// t.params holds until then).
 	t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(t.params)
-	if t.runInto(ctx, sess, in.msg, in.delta, yield) {
+	if t.runInto(ctx, sess, in.msg, in.delta, yield) && r.compactor != nil {
 		// The turn is over and stored: compact when it is due, in the
 		// background (sess holds the turn's window and events).
 		r.compactor.start(ctx, sess)
@@ -327,15 +331,13 @@ func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.
 // the events before it).
 var turnWindow = sessions.Window{SinceCompaction: true}
 
-// session is the session a turn runs on: the request's, read, or created.
-// (Out of the frame of Run's iterator, see LlmAgent.callModel.)
+// session is the session a turn runs on when the request holds none of
+// its own: read, or created. (Out of the frame of Run's iterator, see
+// LlmAgent.callModel.)
 //
 //go:noinline
 func (r *Runner) session(ctx context.Context, in *runInput) (*sessions.Session, error) {
-	sess := in.session
 	switch {
-	case sess != nil && sess.ID == in.sessionID && sess.AppName == r.cfg.AppName && sess.UserID == in.userID:
-		return sess, nil
 	case r.cfg.AutoCreateSession && in.sessionID == "":
 		// No session named: a new one, with a generated id.
 		return r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: in.userID})
@@ -720,7 +722,8 @@ func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string
 // when it can own the conversation (an LLM agent reached through LLM agents
 // only), else the root.
 func (t *turn) nextAgent(sess *sessions.Session) Agent {
-	if t.routeRoot {
+	if t.routeRoot || len(t.index.order) == 1 {
+		// The root, or the only agent there is: whoever spoke last.
 		return t.root
 	}
 	for author := range speakers(sess.Events) {
