@@ -515,7 +515,6 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	}
 	l := inv.sh.sess
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.batch != nil {
 		if sessions.ApplyEvent(l.sess, ev) {
 			if l.pending == nil && !l.flushed {
@@ -523,8 +522,10 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 			}
 			l.pending = append(l.pending, ev)
 		}
+		l.mu.Unlock()
 		return nil
 	}
+	defer l.mu.Unlock() // the store's code runs under it
 	if err := inv.sh.svc.sessions.AppendEvent(context.WithoutCancel(ctx), l.sess, ev); err != nil {
 		return fmt.Errorf("storing event: %w", err)
 	}
