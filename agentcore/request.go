@@ -232,19 +232,26 @@ func joinNonEmpty(sep, a, b string) string {
 // the summary out with the rest of the history. The contents are made in
 // room when they fit.
 func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Content {
-	var evs []*sessions.Event
-	all, summary := compacted(inv.Events())
-	for _, ev := range all {
-		if ev.Partial || ev.Content == nil || len(ev.Content.Parts) == 0 || !visible(ev.Branch, inv.branch) {
-			continue
-		}
-		evs = append(evs, ev)
+	// The events shown are those of evs that the model may see (shown):
+	// picked as they are met, not copied out first.
+	evs, summary := compacted(inv.Events())
+	shown := func(ev *sessions.Event) bool {
+		return !ev.Partial && ev.Content != nil && len(ev.Content.Parts) > 0 && visible(ev.Branch, inv.branch)
 	}
 	// Room for a content an event (an own call's event takes two: grown
-	// then), the summary and the dynamic instruction buildRequest may add.
+	// then), the summary and the dynamic instruction buildRequest may add:
+	// counted only when the events may not fit room.
 	out := room
 	if cap(out) < len(evs)+2 {
-		out = make([]*genai.Content, 0, len(evs)+2)
+		n := 0
+		for _, ev := range evs {
+			if shown(ev) {
+				n++
+			}
+		}
+		if cap(out) < n+2 {
+			out = make([]*genai.Content, 0, n+2)
+		}
 	}
 	if summary != nil && a.cfg.IncludeContents != IncludeNone {
 		out = append(out, summary)
@@ -253,6 +260,9 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 		start := 0
 		for i := len(evs) - 1; i >= 0; i-- {
 			ev := evs[i]
+			if !shown(ev) {
+				continue
+			}
 			plain := len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0
 			if plain && (ev.Author == "user" || ev.Author != a.cfg.Name) {
 				start = i
@@ -274,7 +284,7 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 	readCalls := func() {
 		ownCalls, latest = map[string]bool{}, map[string]*genai.FunctionResponse{}
 		for _, ev := range evs {
-			if !own(ev) {
+			if !shown(ev) || !own(ev) {
 				continue
 			}
 			for _, c := range ev.FunctionCalls() {
@@ -291,6 +301,9 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 	}
 
 	for _, ev := range evs {
+		if !shown(ev) {
+			continue
+		}
 		// An event of text (most are) has no call, response or
 		// confirmation to look for.
 		var calls []*genai.FunctionCall
