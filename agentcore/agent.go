@@ -130,6 +130,10 @@ type invShared struct {
 	// allocation: see withAgentLogAttrs.
 	agentLog      logCtx
 	agentLogTaken atomic.Bool
+	// noCalls: the invocation is new (its id made by this turn) and no
+	// event of it calls a function yet (see persist): no agent has calls
+	// of its own to look for (see LlmAgent.madeCalls).
+	noCalls atomic.Bool
 }
 
 // withAgentLogAttrs is WithLogAttrs(ctx, agent=name) for an LLM agent of

@@ -258,7 +258,7 @@ func (a *LlmAgent) resume(ctx context.Context, inv *Invocation, yield func(*sess
 		yield(nil, err)
 		return nil, false, false
 	}
-	if !a.madeCalls(inv) {
+	if inv.sh.noCalls.Load() || !a.madeCalls(inv) {
 		return tools, false, true // no call to run again or to wait for
 	}
 	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {

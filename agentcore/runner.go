@@ -468,6 +468,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	sh.root, sh.index, sh.cfg, sh.svc, sh.sess = t.root, t.index, t.cfg, t.svc, &st.live
 	sh.llmCalls, sh.usage, sh.params, sh.clientTools = t.llmCalls, t.usage, t.params, t.clientTools
 	sh.overrides, sh.subLocks, sh.ids = t.overrides, t.subLocks, &st.ids
+	sh.noCalls.Store(t.madeInvID && t.invID == "")
 	inv.id, inv.agent, inv.userContent, inv.sh, inv.resume = invID, target, msg, sh, resume
 	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
 	sh.pstate = &st.ps
@@ -512,6 +513,9 @@ func (t *turn) end(ctx context.Context, inv *Invocation, stopped bool, runErr er
 func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	if len(ev.Actions.StateDelta) > 0 {
 		inv.keepTemp(ev.Actions.StateDelta)
+	}
+	if hasFunctionCall(ev.Content) {
+		inv.sh.noCalls.Store(false)
 	}
 	l := inv.sh.sess
 	l.mu.Lock()
