@@ -130,6 +130,10 @@ type invShared struct {
 	// allocation: see withAgentLogAttrs.
 	agentLog      logCtx
 	agentLogTaken atomic.Bool
+	// noCalls: the invocation is new (its id made by this turn) and no
+	// event of it calls a function yet (see persist): no agent has calls
+	// of its own to look for (see LlmAgent.madeCalls).
+	noCalls atomic.Bool
 }
 
 // withAgentLogAttrs is WithLogAttrs(ctx, agent=name) for an LLM agent of
@@ -188,10 +192,10 @@ func (sh *invShared) newID() string {
 
 // usageTotal sums the usage of a run's model calls. Each sum is a record
 // of its own (model.AddUsage), never changed once stored, so get hands out
-// the record itself.
+// the record itself, without the lock: the lock orders the sums alone.
 type usageTotal struct {
 	mu sync.Mutex
-	u  *genai.GenerateContentResponseUsageMetadata
+	u  atomic.Pointer[genai.GenerateContentResponseUsageMetadata]
 }
 
 func (u *usageTotal) add(x *genai.GenerateContentResponseUsageMetadata) {
@@ -199,15 +203,11 @@ func (u *usageTotal) add(x *genai.GenerateContentResponseUsageMetadata) {
 		return
 	}
 	u.mu.Lock()
-	u.u = model.AddUsage(u.u, x)
+	u.u.Store(model.AddUsage(u.u.Load(), x))
 	u.mu.Unlock()
 }
 
-func (u *usageTotal) get() *genai.GenerateContentResponseUsageMetadata {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.u
-}
+func (u *usageTotal) get() *genai.GenerateContentResponseUsageMetadata { return u.u.Load() }
 
 // liveSession is the session of a running invocation: the driver appends to
 // it while agents (possibly on parallel branches) read it. With a store that
@@ -287,15 +287,15 @@ type invState struct {
 // ends at its length, so that an append to it copies.
 func (l *liveSession) events() []*sessions.Event {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
 	evs := l.sess.Events
+	l.mu.RUnlock()
 	return evs[:len(evs):len(evs)]
 }
 
 func (l *liveSession) get(key string) (any, bool) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
 	v, ok := l.sess.State[key]
+	l.mu.RUnlock()
 	return v, ok
 }
 

@@ -128,10 +128,11 @@ func (c *compactor) due(evs []*sessions.Event) bool {
 	return userTurns(rest) >= c.cfg.Interval && len(openCalls("", rest, "")) == 0
 }
 
-// start compacts sess in the background when it is due. The caller's turn
-// is over; nothing here reaches its client.
+// start compacts sess in the background when it is due (c: the runner's
+// compactor, not nil). The caller's turn is over; nothing here reaches its
+// client.
 func (c *compactor) start(ctx context.Context, sess *sessions.Session) {
-	if c == nil || !c.due(sess.Events) {
+	if !c.due(sess.Events) {
 		return
 	}
 	c.bg.Go(ctx, func(ctx context.Context) {

@@ -1,6 +1,7 @@
 package agentcore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,11 @@ type LlmConfig struct {
 // LlmAgent is an agent driven by a language model.
 type LlmAgent struct {
 	cfg LlmConfig
+	// instruction is the dynamic instruction of every turn when plain is
+	// set: no provider, nothing templated, and the global instruction its
+	// own (see dynamicInstruction).
+	instruction string
+	plain       bool
 }
 
 var _ Agent = (*LlmAgent)(nil)
@@ -152,7 +158,14 @@ func NewLlmAgent(cfg LlmConfig) (*LlmAgent, error) {
 	}
 	cfg.Tools = append([]Tool(nil), cfg.Tools...)
 	cfg.SubAgents = append([]Agent(nil), cfg.SubAgents...)
-	return &LlmAgent{cfg: cfg}, nil
+	a := &LlmAgent{cfg: cfg}
+	if cfg.InstructionProvider == nil && !strings.Contains(cfg.GlobalInstruction, "{") && !strings.Contains(cfg.Instruction, "{") {
+		// The same text every turn, joined once here. (Without a global
+		// instruction of its own, the agent may get its root's: only
+		// the root's own turns take this text then.)
+		a.instruction, a.plain = joinNonEmpty("\n\n", cfg.GlobalInstruction, cfg.Instruction), true
+	}
+	return a, nil
 }
 
 // Name implements Agent.
@@ -177,7 +190,7 @@ func (a *LlmAgent) run(ctx context.Context, inv *Invocation, yield func(*session
 	// The callbacks are in functions of their own, out of this frame,
 	// which stays on the stack under the whole run (see callModel).
 	ctx, inv, ok := a.beforeAgent(ctx, inv, yield)
-	if ok && a.loop(ctx, inv, yield) {
+	if ok && a.loop(ctx, inv, yield) && a.cfg.Callbacks.AfterAgent != nil {
 		a.afterAgent(ctx, inv, yield)
 	}
 }
@@ -204,13 +217,12 @@ func (a *LlmAgent) beforeAgent(ctx context.Context, inv *Invocation, yield func(
 	return ctx, inv, true
 }
 
-// afterAgent runs the after_agent callback of an agent that finished.
+// afterAgent runs the after_agent callback (set) of an agent that
+// finished.
 //
 //go:noinline
 func (a *LlmAgent) afterAgent(ctx context.Context, inv *Invocation, yield func(*sessions.Event, error) bool) {
-	if cb := a.cfg.Callbacks.AfterAgent; cb != nil {
-		a.agentCallback(ctx, inv, cb, "after_agent", yield)
-	}
+	a.agentCallback(ctx, inv, a.cfg.Callbacks.AfterAgent, "after_agent", yield)
 }
 
 // agentCallback runs a before_agent or after_agent callback (which names
@@ -246,7 +258,7 @@ func (a *LlmAgent) resume(ctx context.Context, inv *Invocation, yield func(*sess
 		yield(nil, err)
 		return nil, false, false
 	}
-	if !a.madeCalls(inv) {
+	if inv.sh.noCalls.Load() || !a.madeCalls(inv) {
 		return tools, false, true // no call to run again or to wait for
 	}
 	if next, cont := a.runConfirmed(ctx, inv, tools, yield); !cont {
@@ -320,7 +332,7 @@ func (a *LlmAgent) loop(ctx context.Context, inv *Invocation, yield func(*sessio
 				modelEv.LongRunningToolIDs = append(modelEv.LongRunningToolIDs, c.ID)
 			}
 		}
-		if len(calls) == 0 {
+		if len(calls) == 0 && a.cfg.OutputKey != "" {
 			a.stampOutput(modelEv)
 		}
 		if !yield(modelEv, nil) {
@@ -385,9 +397,9 @@ func (a *LlmAgent) afterCalls(ctx context.Context, inv *Invocation, calls []*gen
 	return true, true
 }
 
-// stampOutput stores the final response in state under output_key.
+// stampOutput stores the final response in state under output_key (set).
 func (a *LlmAgent) stampOutput(ev *sessions.Event) {
-	if a.cfg.OutputKey == "" || ev.ErrorCode != "" {
+	if ev.ErrorCode != "" {
 		return
 	}
 	text := ev.Text()
@@ -528,14 +540,25 @@ func (a *LlmAgent) callModel(ctx context.Context, inv *Invocation, mr *modelRequ
 	// functions that return before it (see docs/benchmarks-memory.md).
 	req := &mr.req
 	cc := a.modelCallbackContext(inv)
-	final, ev, ok := a.beforeModel(ctx, inv, cc, req, yield)
-	if ev != nil || !ok {
-		return ev, ok
+	var final *model.Response
+	ok := true
+	if a.cfg.Callbacks.BeforeModel != nil {
+		if final, ok = a.beforeModel(ctx, cc, req, yield); !ok {
+			return nil, false
+		}
 	}
 	if final == nil {
+		// The model is called: once more against the invocation's
+		// budget.
+		if limit := inv.sh.cfg.MaxLLMCalls; limit >= 0 && inv.sh.llmCalls.Add(1) > int64(cmp.Or(limit, DefaultMaxLLMCalls)) {
+			return a.budgetSpent(inv), true
+		}
 		start := time.Now()
 		sent := inv.redactRequest(req)
-		mctx, traced := a.modelStart(ctx, inv, sent)
+		mctx, traced := ctx, (*ModelCall)(nil)
+		if inv.sh.svc.tracer != nil {
+			mctx, traced = a.modelStart(ctx, inv, sent)
+		}
 		if inv.sh.cfg.Streaming {
 			// yieldPartial copies what a partial event keeps of a
 			// partial response: model.WithCopiedPartials, made in the
@@ -594,35 +617,30 @@ func (a *LlmAgent) modelCallbackContext(inv *Invocation) *CallbackContext {
 	return newCallbackContext(inv)
 }
 
-// beforeModel runs the before_model callback and checks the model-call
-// budget. It returns the callback's response (the model is not called),
-// or the event that ends the agent, or ok false after yielding an error.
+// beforeModel runs the before_model callback (set). It returns the
+// callback's response (the model is not called), or ok false after
+// yielding an error.
 //
 //go:noinline
-func (a *LlmAgent) beforeModel(ctx context.Context, inv *Invocation, cc *CallbackContext, req *model.Request,
-	yield func(*sessions.Event, error) bool) (final *model.Response, ev *sessions.Event, ok bool) {
-	if cb := a.cfg.Callbacks.BeforeModel; cb != nil {
-		r, err := cb(ctx, cc, req)
-		if err != nil {
-			yield(nil, fmt.Errorf("agent %s: before_model callback: %w", a.cfg.Name, err))
-			return nil, nil, false
-		}
-		if r != nil {
-			return r, nil, true
-		}
+func (a *LlmAgent) beforeModel(ctx context.Context, cc *CallbackContext, req *model.Request,
+	yield func(*sessions.Event, error) bool) (final *model.Response, ok bool) {
+	r, err := a.cfg.Callbacks.BeforeModel(ctx, cc, req)
+	if err != nil {
+		yield(nil, fmt.Errorf("agent %s: before_model callback: %w", a.cfg.Name, err))
+		return nil, false
 	}
-	if limit := inv.sh.cfg.MaxLLMCalls; limit >= 0 {
-		if limit == 0 {
-			limit = DefaultMaxLLMCalls
-		}
-		if n := inv.sh.llmCalls.Add(1); n > int64(limit) {
-			ev := inv.NewEvent()
-			ev.ErrorCode = CodeMaxLLMCalls
-			ev.ErrorMessage = fmt.Sprintf("the invocation reached max_llm_calls (%d)", limit)
-			return nil, ev, true
-		}
-	}
-	return nil, nil, true
+	return r, true
+}
+
+// budgetSpent is the event that ends the agent when a model call would
+// go beyond the invocation's max_llm_calls.
+//
+//go:noinline
+func (a *LlmAgent) budgetSpent(inv *Invocation) *sessions.Event {
+	ev := inv.NewEvent()
+	ev.ErrorCode = CodeMaxLLMCalls
+	ev.ErrorMessage = fmt.Sprintf("the invocation reached max_llm_calls (%d)", cmp.Or(inv.sh.cfg.MaxLLMCalls, DefaultMaxLLMCalls))
+	return ev
 }
 
 // yieldPartial yields a partial response as a partial event; an empty one

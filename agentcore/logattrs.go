@@ -147,22 +147,24 @@ func LogAttrSetOf(ctx context.Context) (*LogAttrSet, bool) {
 // Add adds attrs, replacing attributes of the same keys.
 func (s *LogAttrSet) Add(attrs ...slog.Attr) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, a := range attrs {
 		if hasKey(s.attrs, a.Key) {
 			s.attrs = merged(s.attrs, attrs)
+			s.mu.Unlock()
 			return
 		}
 	}
 	s.attrs = append(s.attrs, attrs...)
+	s.mu.Unlock()
 }
 
 // Attrs returns the attributes held now, oldest first. The slice is
 // shared: callers must not modify it.
 func (s *LogAttrSet) Attrs() []slog.Attr {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.attrs[:len(s.attrs):len(s.attrs)] // an append by the caller copies
+	attrs := s.attrs
+	s.mu.Unlock()
+	return attrs[:len(attrs):len(attrs)] // an append by the caller copies
 }
 
 func hasKey(attrs []slog.Attr, key string) bool {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/genai"
 )
@@ -108,6 +109,11 @@ func (p *Params) Over(top *Params) *Params {
 	if top.Len() == 0 {
 		return p
 	}
+	return p.under(top)
+}
+
+// under is Over for a top with values.
+func (p *Params) under(top *Params) *Params {
 	if p.Len() == 0 {
 		return top
 	}
@@ -326,32 +332,41 @@ var noParams = &agentParams{}
 // own).
 func (ps *paramState) init(conv, rootValues *Params, index *treeIndex, secrets *secretSet) {
 	ps.conv, ps.rootValues, ps.index, ps.secrets = conv, rootValues, index, secrets
-	if ps.secrets == nil {
+	if secrets == nil {
 		ps.secrets = &ps.own
-	}
-	if secrets == nil && conv.Len() > 0 { // a conversation without parameters hides nothing
-		// Hidden by the conversation, or by any agent that declares the
-		// name hidden: redacted from every model not allowed to see it.
-		hiddenBy := map[string]bool{}
-		walkTree(index.root, func(a Agent) {
-			specs, _ := declaredParams(a)
-			for _, s := range specs {
-				if s.HideFromModel {
-					hiddenBy[s.Name] = true
-				}
-			}
-		})
-		for n, v := range conv.All() {
-			if !v.SendToModel || hiddenBy[n] {
-				ps.secrets.add(n, v.Value)
-			}
+		if conv.Len() > 0 { // a conversation without parameters hides nothing
+			ps.hideConv()
 		}
 	}
 }
 
+// hideConv adds to a top-level turn's hidden values the conversation's
+// values hidden by the conversation, or by any agent that declares the
+// name hidden: redacted from every model not allowed to see them.
+func (ps *paramState) hideConv() {
+	hiddenBy := map[string]bool{}
+	walkTree(ps.index.root, func(a Agent) {
+		specs, _ := declaredParams(a)
+		for _, s := range specs {
+			if s.HideFromModel {
+				hiddenBy[s.Name] = true
+			}
+		}
+	})
+	for n, v := range ps.conv.All() {
+		if !v.SendToModel || hiddenBy[n] {
+			ps.secrets.add(n, v.Value)
+		}
+	}
+}
+
+// none reports whether every agent of the turn has noParams: the tree
+// declares none and its root is handed none.
+func (ps *paramState) none() bool { return ps.rootValues == nil && !ps.index.params }
+
 // forAgent resolves a's values (memoised for the turn).
 func (ps *paramState) forAgent(a Agent) *agentParams {
-	if ps.rootValues == nil && !ps.index.params {
+	if ps.none() {
 		return noParams // no agent of the tree declares any, none handed down
 	}
 	ps.mu.Lock()
@@ -479,11 +494,14 @@ func (inv *Invocation) Params() *Params {
 // checkParams reports whether a may run: a *ParamError when a parameter it
 // requires has no acceptable value.
 func (inv *Invocation) checkParams(a Agent) error {
-	if inv.sh.pstate == nil {
-		return nil
+	if inv.sh.pstate.none() {
+		return nil // every agent's values are noParams, which miss none
 	}
-	return inv.sh.pstate.forAgent(a).missingError(a.Name())
+	return inv.sh.pstate.check(a)
 }
+
+// check is checkParams for a turn whose agents may have values.
+func (ps *paramState) check(a Agent) error { return ps.forAgent(a).missingError(a.Name()) }
 
 // paramsNote tells the agent's model about its parameters: visible values
 // in full, hidden ones by name only.
@@ -521,6 +539,8 @@ func (a *LlmAgent) paramsNote(inv *Invocation) string {
 type secretSet struct {
 	mu     sync.Mutex
 	values map[string]string // value text -> parameter name; nil until the first
+	// some: values holds one at least (see empty).
+	some atomic.Bool
 }
 
 // add records a hidden value: strings as they are, numbers in their JSON
@@ -562,13 +582,18 @@ func (s *secretSet) add(name string, v any) {
 		}
 	}
 	walk(v)
+	if len(s.values) > 0 {
+		s.some.Store(true)
+	}
 }
 
-func (s *secretSet) empty() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.values) == 0
-}
+// empty reports whether no value is hidden yet, without the lock: every
+// model request's redaction asks.
+func (s *secretSet) empty() bool { return !s.some.Load() }
+
+// hidesNothing reports whether no agent of the turn has a value to hide
+// (none) and no value is hidden yet: every redactor is nil.
+func (ps *paramState) hidesNothing() bool { return ps.none() && ps.secrets.empty() }
 
 // redactor returns the redactor for what agent a sends out: every hidden
 // value of the conversation but those a's model is allowed to see. Nil

@@ -85,7 +85,7 @@ func newRedactor(values []hiddenValue) *Redactor {
 // the conversation but those the agent's model is allowed to see. Nil
 // (hiding nothing) when there is nothing to hide.
 func (inv *Invocation) Redactor() *Redactor {
-	if inv == nil || inv.sh.pstate == nil {
+	if inv == nil || inv.sh.pstate == nil || inv.sh.pstate.hidesNothing() {
 		return nil
 	}
 	return inv.sh.pstate.redactor(inv.agent)
@@ -516,8 +516,8 @@ func textual(mime string) bool {
 // content, so values a tool or a sub-agent echoed never reach the model.
 // req itself is not changed.
 func (inv *Invocation) redactRequest(req *model.Request) *model.Request {
-	if req == nil {
-		return req
+	if req == nil || inv.sh.pstate.hidesNothing() {
+		return req // nothing to redact (inv.Redactor() is nil)
 	}
 	r := inv.Redactor()
 	if r == nil {

@@ -34,14 +34,20 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 	if o != nil && o.Instruction != "" && a == inv.sh.root {
 		dynamic = joinNonEmpty("\n\n", dynamic, o.Instruction)
 	}
-	if roster := a.roster(inv, tools); roster != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, roster)
+	if tools != noTools {
+		// A call that offers no tools has no roster (no transfer tool)
+		// and no toolset that failed to tell of.
+		if roster := a.roster(inv, tools); roster != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, roster)
+		}
+		if note := unavailableNote(tools.unavailable); note != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, note)
+		}
 	}
-	if note := unavailableNote(tools.unavailable); note != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, note)
-	}
-	if note := a.paramsNote(inv); note != "" {
-		dynamic = joinNonEmpty("\n\n", dynamic, note)
+	if len(a.cfg.Parameters) > 0 {
+		if note := a.paramsNote(inv); note != "" {
+			dynamic = joinNonEmpty("\n\n", dynamic, note)
+		}
 	}
 	contents := a.contents(inv, mr.contents[:0])
 	if a.cfg.StaticInstruction != "" {
@@ -67,6 +73,19 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 			req.Options.SchemaName, req.Options.SchemaStrict = o.Options.SchemaName, o.Options.SchemaStrict
 		}
 	}
+	if len(tools.list) > 0 {
+		if err := a.offerTools(ctx, inv, tools, req, o); err != nil {
+			return nil, err
+		}
+	}
+	return mr, nil
+}
+
+// offerTools declares tools' functions in req and lets the tools that
+// process requests adjust it: buildRequest's step for a call that offers
+// tools (o: the turn's overrides, nil when none).
+func (a *LlmAgent) offerTools(ctx context.Context, inv *Invocation, tools *turnTools, req *model.Request, o *Overrides) error {
+	cfg := req.Config
 	var decls []*genai.FunctionDeclaration
 	var own []string // the names of the functions that are not the client's
 	client := false  // a function of the client is offered
@@ -98,11 +117,11 @@ func (a *LlmAgent) buildRequest(ctx context.Context, inv *Invocation, tools *tur
 				rc = &ReadonlyContext{inv: inv}
 			}
 			if err := rp.ProcessRequest(ctx, rc, req); err != nil {
-				return nil, fmt.Errorf("tool %s: %w", t.Name(), err)
+				return fmt.Errorf("tool %s: %w", t.Name(), err)
 			}
 		}
 	}
-	return mr, nil
+	return nil
 }
 
 // modelRequest is what buildRequest allocates for one model request, in
@@ -143,6 +162,9 @@ func (mr *modelRequest) system(text string) *genai.Content {
 // dynamicInstruction is global instruction + instruction, templated (a
 // provider's result is used verbatim).
 func (a *LlmAgent) dynamicInstruction(ctx context.Context, inv *Invocation) (string, error) {
+	if a.plain && (a.cfg.GlobalInstruction != "" || a == inv.sh.root) {
+		return a.instruction, nil // joined by NewLlmAgent
+	}
 	var cc *CallbackContext // made when a template or the provider needs it
 	state := func() *CallbackContext {
 		if cc == nil {
@@ -210,19 +232,26 @@ func joinNonEmpty(sep, a, b string) string {
 // the summary out with the rest of the history. The contents are made in
 // room when they fit.
 func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Content {
-	var evs []*sessions.Event
-	all, summary := compacted(inv.Events())
-	for _, ev := range all {
-		if ev.Partial || ev.Content == nil || len(ev.Content.Parts) == 0 || !visible(ev.Branch, inv.branch) {
-			continue
-		}
-		evs = append(evs, ev)
+	// The events shown are those of evs that the model may see (shown):
+	// picked as they are met, not copied out first.
+	evs, summary := compacted(inv.Events())
+	shown := func(ev *sessions.Event) bool {
+		return !ev.Partial && ev.Content != nil && len(ev.Content.Parts) > 0 && visible(ev.Branch, inv.branch)
 	}
 	// Room for a content an event (an own call's event takes two: grown
-	// then), the summary and the dynamic instruction buildRequest may add.
+	// then), the summary and the dynamic instruction buildRequest may add:
+	// counted only when the events may not fit room.
 	out := room
 	if cap(out) < len(evs)+2 {
-		out = make([]*genai.Content, 0, len(evs)+2)
+		n := 0
+		for _, ev := range evs {
+			if shown(ev) {
+				n++
+			}
+		}
+		if cap(out) < n+2 {
+			out = make([]*genai.Content, 0, n+2)
+		}
 	}
 	if summary != nil && a.cfg.IncludeContents != IncludeNone {
 		out = append(out, summary)
@@ -231,6 +260,9 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 		start := 0
 		for i := len(evs) - 1; i >= 0; i-- {
 			ev := evs[i]
+			if !shown(ev) {
+				continue
+			}
 			plain := len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0
 			if plain && (ev.Author == "user" || ev.Author != a.cfg.Name) {
 				start = i
@@ -252,7 +284,7 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 	readCalls := func() {
 		ownCalls, latest = map[string]bool{}, map[string]*genai.FunctionResponse{}
 		for _, ev := range evs {
-			if !own(ev) {
+			if !shown(ev) || !own(ev) {
 				continue
 			}
 			for _, c := range ev.FunctionCalls() {
@@ -269,6 +301,9 @@ func (a *LlmAgent) contents(inv *Invocation, room []*genai.Content) []*genai.Con
 	}
 
 	for _, ev := range evs {
+		if !shown(ev) {
+			continue
+		}
 		// An event of text (most are) has no call, response or
 		// confirmation to look for.
 		var calls []*genai.FunctionCall

@@ -307,15 +307,19 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) *Run {
 // events runs the turn of rs, yielding its events.
 func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.Event, error) bool) {
 	in, t := &rs.in, &rs.t
-	sess, err := r.session(ctx, in)
-	if err != nil {
-		yield(nil, err)
-		return
+	sess := in.session
+	if sess == nil || sess.ID != in.sessionID || sess.AppName != r.cfg.AppName || sess.UserID != in.userID {
+		// Not the caller's (RunRequest.Session): read or created here.
+		var err error
+		if sess, err = r.session(ctx, in); err != nil {
+			yield(nil, err)
+			return
+		}
 	}
 	// Parameters stored with the session, under this request's (which
 	// t.params holds until then).
 	t.params = ParamsFromState(sess.State[ParamsStateKey]).Over(t.params)
-	if t.runInto(ctx, sess, in.msg, in.delta, yield) {
+	if t.runInto(ctx, sess, in.msg, in.delta, yield) && r.compactor != nil {
 		// The turn is over and stored: compact when it is due, in the
 		// background (sess holds the turn's window and events).
 		r.compactor.start(ctx, sess)
@@ -327,15 +331,13 @@ func (r *Runner) events(ctx context.Context, rs *runState, yield func(*sessions.
 // the events before it).
 var turnWindow = sessions.Window{SinceCompaction: true}
 
-// session is the session a turn runs on: the request's, read, or created.
-// (Out of the frame of Run's iterator, see LlmAgent.callModel.)
+// session is the session a turn runs on when the request holds none of
+// its own: read, or created. (Out of the frame of Run's iterator, see
+// LlmAgent.callModel.)
 //
 //go:noinline
 func (r *Runner) session(ctx context.Context, in *runInput) (*sessions.Session, error) {
-	sess := in.session
 	switch {
-	case sess != nil && sess.ID == in.sessionID && sess.AppName == r.cfg.AppName && sess.UserID == in.userID:
-		return sess, nil
 	case r.cfg.AutoCreateSession && in.sessionID == "":
 		// No session named: a new one, with a generated id.
 		return r.svc.sessions.Create(ctx, sessions.CreateRequest{AppName: r.cfg.AppName, UserID: in.userID})
@@ -349,14 +351,17 @@ func (r *Runner) session(ctx context.Context, in *runInput) (*sessions.Session, 
 // turn runs one user turn of a tree over one session: the top-level turn of
 // a Runner, or a call of an AgentTool in its sub-conversation.
 type turn struct {
-	root        Agent
-	index       *treeIndex
-	svc         *services
-	cfg         RunConfig
-	llmCalls    *atomic.Int64
-	usage       *usageTotal
-	params      *Params
-	routeRoot   bool
+	root      Agent
+	index     *treeIndex
+	svc       *services
+	cfg       RunConfig
+	llmCalls  *atomic.Int64
+	usage     *usageTotal
+	params    *Params
+	routeRoot bool
+	// madeInvID: route made the invocation's id (a new invocation, not
+	// named by newInvID).
+	madeInvID   bool
 	clientTools []*genai.FunctionDeclaration
 	overrides   *Overrides
 	// invID is fixed for sub-conversations; empty means generate or resume.
@@ -370,9 +375,6 @@ type turn struct {
 	secrets    *secretSet
 	// newInvID, when set, is the id of a new (not resumed) invocation.
 	newInvID string
-	// madeInvID: route made the invocation's id (a new invocation, not
-	// named by newInvID).
-	madeInvID bool
 	// lease is the caller's run lease on the session, released with the
 	// turn's write (top-level turns only).
 	lease sessions.Lease
@@ -466,6 +468,7 @@ func (t *turn) begin(ctx context.Context, sess *sessions.Session, msg *genai.Con
 	sh.root, sh.index, sh.cfg, sh.svc, sh.sess = t.root, t.index, t.cfg, t.svc, &st.live
 	sh.llmCalls, sh.usage, sh.params, sh.clientTools = t.llmCalls, t.usage, t.params, t.clientTools
 	sh.overrides, sh.subLocks, sh.ids = t.overrides, t.subLocks, &st.ids
+	sh.noCalls.Store(t.madeInvID && t.invID == "")
 	inv.id, inv.agent, inv.userContent, inv.sh, inv.resume = invID, target, msg, sh, resume
 	st.ps.init(t.params, t.rootValues, t.index, t.secrets)
 	sh.pstate = &st.ps
@@ -511,9 +514,11 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 	if len(ev.Actions.StateDelta) > 0 {
 		inv.keepTemp(ev.Actions.StateDelta)
 	}
+	if hasFunctionCall(ev.Content) {
+		inv.sh.noCalls.Store(false)
+	}
 	l := inv.sh.sess
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.batch != nil {
 		if sessions.ApplyEvent(l.sess, ev) {
 			if l.pending == nil && !l.flushed {
@@ -521,8 +526,10 @@ func (inv *Invocation) persist(ctx context.Context, ev *sessions.Event) error {
 			}
 			l.pending = append(l.pending, ev)
 		}
+		l.mu.Unlock()
 		return nil
 	}
+	defer l.mu.Unlock() // the store's code runs under it
 	if err := inv.sh.svc.sessions.AppendEvent(context.WithoutCancel(ctx), l.sess, ev); err != nil {
 		return fmt.Errorf("storing event: %w", err)
 	}
@@ -720,7 +727,8 @@ func (t *turn) locate(ctx context.Context, sess *sessions.Session, callID string
 // when it can own the conversation (an LLM agent reached through LLM agents
 // only), else the root.
 func (t *turn) nextAgent(sess *sessions.Session) Agent {
-	if t.routeRoot {
+	if t.routeRoot || len(t.index.order) == 1 {
+		// The root, or the only agent there is: whoever spoke last.
 		return t.root
 	}
 	for author := range speakers(sess.Events) {

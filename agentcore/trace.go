@@ -147,15 +147,12 @@ func runAgentWith(ctx context.Context, a Agent, inv *Invocation, yield func(*ses
 	runAgent(ctx, a, inv)(yield)
 }
 
-// modelStart begins a traced model call: the context the call runs with,
-// and the call's description for modelEnd (nil when not traced).
+// modelStart begins a model call of a traced run: the context the call
+// runs with, and the call's description for modelEnd.
 //
 //go:noinline
 func (a *LlmAgent) modelStart(ctx context.Context, inv *Invocation, req *model.Request) (context.Context, *ModelCall) {
 	tr := inv.sh.svc.tracer
-	if tr == nil {
-		return ctx, nil
-	}
 	c := &ModelCall{TraceScope: TraceScope{inv: inv}, Model: req.Model, Request: req, Stream: inv.sh.cfg.Streaming}
 	if c.Model == "" {
 		c.Model = a.cfg.Model.Name()

@@ -10,6 +10,9 @@ import (
 // LLM agent can hand the conversation back to it or to its peers (as in
 // ADK); an agent under a workflow agent cannot.
 func (ix *treeIndex) llmParent(a Agent) *LlmAgent {
+	if a == ix.root {
+		return nil // the root has no parent: no name to look up
+	}
 	p, _ := ix.parent[a.Name()].(*LlmAgent)
 	return p
 }
