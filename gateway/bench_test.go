@@ -327,21 +327,25 @@ func BenchmarkChatTurn(b *testing.B) {
 // the same benchmark counts, exactly and on any machine, the instructions
 // and the cache lines a turn fetches.
 func BenchmarkChatTurnCold(b *testing.B) {
-	const hello = `{"role":"user","content":"Hello, how are you?"}`
 	for _, stream := range []bool{false, true} {
 		b.Run(map[bool]string{false: "nonstream", true: "stream"}[stream]+"/session", func(b *testing.B) {
-			gw := newBenchGateway(b, nil)
-			body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, stream, hello))
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				benchenv.EvictCaches()
-				b.StartTimer()
-				i++
-				postChatTurn(b, gw, body, newSession(i))
-			}
+			chatTurnColdLoop(b, newBenchGateway(b, nil), stream)
 		})
+	}
+}
+
+// chatTurnColdLoop runs b's turns through gw, each on a new session with
+// the caches emptied before it, untimed. (Its name holds "TurnCold":
+// testing/cachegrind-turn.sh leaves the emptying out of its counts.)
+func chatTurnColdLoop(b *testing.B, gw http.Handler, stream bool) {
+	const hello = `{"role":"user","content":"Hello, how are you?"}`
+	body := []byte(fmt.Sprintf(`{"model":"pass","stream":%v,"messages":[%s]}`, stream, hello))
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		benchenv.EvictCachesUntimed(b)
+		i++
+		postChatTurn(b, gw, body, newSession(i))
 	}
 }
 
@@ -357,22 +361,8 @@ func BenchmarkChatTurnCold(b *testing.B) {
 // is its match.
 func BenchmarkChatTurnColdWaited(b *testing.B) {
 	t := newCannedTransport(20)
-	t.waiting = func() {
-		b.StopTimer()
-		benchenv.EvictCaches()
-		b.StartTimer()
-	}
-	gw := newBenchGatewayOn(b, t, nil)
-	body := []byte(`{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		benchenv.EvictCaches()
-		b.StartTimer()
-		i++
-		postChatTurn(b, gw, body, newSession(i))
-	}
+	t.waiting = func() { benchenv.EvictCachesUntimed(b) }
+	chatTurnColdLoop(b, newBenchGatewayOn(b, t, nil), false)
 }
 
 // newSession names a new session for each turn.

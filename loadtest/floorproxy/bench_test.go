@@ -44,11 +44,7 @@ func BenchmarkProxyTurnCold(b *testing.B) { proxyTurnCold(b, nil) }
 // BenchmarkChatTurnColdWaited through the floor proxy
 // (testing/cachegrind-turn.sh floor-waited).
 func BenchmarkProxyTurnColdWaited(b *testing.B) {
-	proxyTurnCold(b, func() {
-		b.StopTimer()
-		benchenv.EvictCaches()
-		b.StartTimer()
-	})
+	proxyTurnCold(b, func() { benchenv.EvictCachesUntimed(b) })
 }
 
 // proxyTurnCold runs the cold turns, waiting (when not nil) as each
@@ -61,9 +57,7 @@ func proxyTurnCold(b *testing.B, waiting func()) {
 	body := []byte(`{"model":"pass","stream":false,"messages":[{"role":"user","content":"Hello, how are you?"}]}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		b.StopTimer()
-		benchenv.EvictCaches()
-		b.StartTimer()
+		benchenv.EvictCachesUntimed(b)
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
