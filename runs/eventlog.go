@@ -190,10 +190,7 @@ type MemoryLog struct {
 	mu    sync.Mutex
 	logs  map[string]logEntry
 	ended []endedLog // ended logs in the order they ended
-	// expires is when the retention of ended[0], the oldest ended log,
-	// runs out: until then only a bound makes a sweep drop anything.
-	expires time.Time
-	bytes   int64 // the size of every log's frames
+	bytes int64      // the size of every log's frames
 	// endings counts the logs that ended, numbering each (logEntry.end).
 	endings uint64
 	// spare holds the memLogs of logs that ended, emptied (at most
@@ -509,9 +506,6 @@ func (m *MemoryLog) End(_ context.Context, run string) error {
 	now := m.cfg.Now()
 	m.endings++
 	e.end = m.endings
-	if len(m.ended) == 0 {
-		m.expires = now.Add(m.cfg.Retention)
-	}
 	m.ended = append(m.ended, endedLog{run: run, end: e.end, at: now})
 	switch l := e.live; {
 	case ok && l.bytes > maxLockedEncode:
@@ -681,10 +675,9 @@ func (m *MemoryLog) Follow(ctx context.Context, run string, after int64) iter.Se
 // sweepLocked drops ended logs past their retention at now, then the
 // oldest ended ones while there are more than MaxEndedRuns or the logs
 // hold more than MaxBytes. Most calls (every End) find nothing to drop:
-// they read the oldest log's expiry kept apart and the bounds, and call
-// nothing.
+// they read the oldest log's end and the bounds, and call nothing.
 func (m *MemoryLog) sweepLocked(now time.Time) {
-	if len(m.ended) > 0 && (now.After(m.expires) || len(m.ended) > m.cfg.MaxEndedRuns || m.bytes > m.cfg.MaxBytes) {
+	if len(m.ended) > 0 && (now.Sub(m.ended[0].at) > m.cfg.Retention || len(m.ended) > m.cfg.MaxEndedRuns || m.bytes > m.cfg.MaxBytes) {
 		m.dropLocked(now)
 	}
 }
@@ -705,8 +698,5 @@ func (m *MemoryLog) dropLocked(now time.Time) {
 	if n > 0 {
 		clear(m.ended[:n])
 		m.ended = m.ended[n:]
-		if len(m.ended) > 0 {
-			m.expires = m.ended[0].at.Add(m.cfg.Retention)
-		}
 	}
 }

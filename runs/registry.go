@@ -122,9 +122,6 @@ type Registry struct {
 	nLive int
 	byID  map[string]*Run
 	ended []keptRun // kept runs in the order they ended
-	// expires is ended[0].expires, kept apart: a sweep that finds
-	// nothing to forget (most do) reads no kept run.
-	expires time.Time
 	// fresh and ender are Log as a FreshOpener and as an IndexEnder, when
 	// it is one.
 	fresh FreshOpener
@@ -374,11 +371,7 @@ func (r *Registry) finished(run *Run, id string, ended, now time.Time) {
 			delete(r.byID, id)
 		}
 	default:
-		expires := ended.Add(run.retention)
-		if len(r.ended) == 0 {
-			r.expires = expires
-		}
-		r.ended = append(r.ended, keptRun{run: run, expires: expires})
+		r.ended = append(r.ended, keptRun{run: run, expires: ended.Add(run.retention)})
 	}
 	r.sweepLocked(now)
 	run.mu.Lock() // after r.mu, as in setID
@@ -392,10 +385,10 @@ func (r *Registry) finished(run *Run, id string, ended, now time.Time) {
 
 // sweepLocked forgets kept runs past their retention at now, and the
 // oldest beyond MaxEnded. Most calls (every Finish) find nothing to
-// forget: they read the oldest run's expiry kept apart and the bound,
-// and call nothing.
+// forget: they read the oldest run's expiry and the bound, and call
+// nothing.
 func (r *Registry) sweepLocked(now time.Time) {
-	if len(r.ended) > 0 && (len(r.ended) > r.cfg.MaxEnded || now.After(r.expires)) {
+	if len(r.ended) > 0 && (len(r.ended) > r.cfg.MaxEnded || now.After(r.ended[0].expires)) {
 		r.forgetLocked(now)
 	}
 }
@@ -416,9 +409,6 @@ func (r *Registry) forgetLocked(now time.Time) {
 	}
 	if n > 0 {
 		r.ended = r.ended[n:]
-		if len(r.ended) > 0 {
-			r.expires = r.ended[0].expires
-		}
 	}
 }
 
